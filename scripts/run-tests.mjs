@@ -1,0 +1,28 @@
+// Runs the compiled test files with node's test runner, prints the spec report, and ends with the
+// line CI reads: "N passed, N failed". Exits non-zero when anything failed.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const targets = process.argv.slice(2);
+const tap = join(mkdtempSync(join(tmpdir(), 'padlock-tests-')), 'report.tap');
+const result = spawnSync(
+  process.execPath,
+  [
+    '--test',
+    '--test-concurrency=2',
+    '--test-reporter=spec',
+    '--test-reporter-destination=stdout',
+    '--test-reporter=tap',
+    `--test-reporter-destination=${tap}`,
+    ...(targets.length > 0 ? targets : ['build/test/']),
+  ],
+  { stdio: 'inherit' },
+);
+const report = existsSync(tap) ? readFileSync(tap, 'utf8') : '';
+const count = (label) => Number(new RegExp(`^# ${label} (\\d+)$`, 'm').exec(report)?.[1] ?? 0);
+const passed = count('pass');
+const failed = count('fail') + count('cancelled');
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(result.status === 0 && failed === 0 && passed > 0 ? 0 : 1);

@@ -1,0 +1,168 @@
+/**
+ * Every error padlock raises. Each has a stable `code` to switch on and the context a caller needs
+ * (the lock's name, how long it waited, which nodes said what).
+ */
+
+/** Stable codes of {@link PadlockError}s. */
+export type PadlockErrorCode =
+  | 'LOCK_TIMEOUT'
+  | 'LOCK_NOT_HELD'
+  | 'LOCK_LOST'
+  | 'QUORUM'
+  | 'INVALID_OPTION'
+  | 'REDIS_UNAVAILABLE'
+  | 'REDIS_COMMAND'
+  | 'CLOSED';
+
+/** Base class of every padlock error. */
+export abstract class PadlockError extends Error {
+  /** A stable, machine-readable code. */
+  abstract readonly code: PadlockErrorCode;
+  /** The lock's name, when the error concerns one lock. */
+  readonly lock: string | undefined;
+
+  protected constructor(message: string, lock: string | undefined, options?: { cause?: unknown }) {
+    super(message, options);
+    this.lock = lock;
+  }
+}
+
+/** `acquire` waited `waitMs` and the lock stayed held by another owner. */
+export class LockTimeoutError extends PadlockError {
+  override readonly name = 'LockTimeoutError';
+  readonly code = 'LOCK_TIMEOUT';
+  /** How long the call waited, in milliseconds. */
+  readonly waitedMs: number;
+
+  constructor(lock: string, waitedMs: number) {
+    super(`timed out after ${Math.round(waitedMs)} ms waiting for lock "${lock}"`, lock);
+    this.waitedMs = waitedMs;
+  }
+}
+
+/** `release`, `extend` or an explicit re-entry by an owner that does not hold the lock (any more). */
+export class LockNotHeldError extends PadlockError {
+  override readonly name = 'LockNotHeldError';
+  readonly code = 'LOCK_NOT_HELD';
+  /** The owner token that was refused. */
+  readonly owner: string;
+
+  constructor(lock: string, owner: string, action: string) {
+    super(`cannot ${action} lock "${lock}": owner ${owner} does not hold it (released, expired or taken over)`, lock);
+    this.owner = owner;
+  }
+}
+
+/** Why a held lock was lost. */
+export type LockLostReason =
+  /** Renewal found the key gone or owned by another. */
+  | 'taken'
+  /** The local deadline passed without a successful renewal (Redis unreachable, event loop stalled, or a fixed lease ran out). */
+  | 'expired';
+
+/** A held lock was lost: `lease.signal` is aborted with this error. */
+export class LockLostError extends PadlockError {
+  override readonly name = 'LockLostError';
+  readonly code = 'LOCK_LOST';
+  /** The owner token of the lost hold. */
+  readonly owner: string;
+  /** The fence of the lost hold: writes carrying it must now be refused. */
+  readonly fence: number;
+  /** What gave the loss away. */
+  readonly reason: LockLostReason;
+
+  constructor(lock: string, owner: string, fence: number, reason: LockLostReason, options?: { cause?: unknown }) {
+    const why =
+      reason === 'taken'
+        ? 'renewal found the key deleted or owned by another'
+        : 'its lease ran out before a renewal succeeded';
+    super(`lock "${lock}" (fence ${fence}) was lost: ${why}`, lock, options);
+    this.owner = owner;
+    this.fence = fence;
+    this.reason = reason;
+  }
+}
+
+/** One node's answer in a Redlock round. */
+export interface NodeOutcome {
+  /** The node, as `host:port`. */
+  readonly node: string;
+  /** What it said. */
+  readonly outcome: 'acquired' | 'held' | 'error';
+  /** The error, when `outcome` is `'error'`. */
+  readonly error?: unknown;
+}
+
+/** Redlock: too few nodes agreed, or the agreement came too late to be valid. */
+export class QuorumError extends PadlockError {
+  override readonly name = 'QuorumError';
+  readonly code = 'QUORUM';
+  /** What each node said. */
+  readonly nodes: readonly NodeOutcome[];
+
+  constructor(lock: string, message: string, nodes: readonly NodeOutcome[]) {
+    super(message, lock);
+    this.nodes = nodes;
+  }
+}
+
+/** An option or argument is invalid. Raised before any Redis command is sent. */
+export class PadlockOptionError extends PadlockError {
+  override readonly name = 'PadlockOptionError';
+  readonly code = 'INVALID_OPTION';
+  /** The option's name, e.g. `'waitMs'`. */
+  readonly option: string;
+  /** The value that was refused. */
+  readonly value: unknown;
+
+  constructor(option: string, expected: string, value: unknown) {
+    super(`${option} must be ${expected}, got ${describe(value)}`, undefined);
+    this.option = option;
+    this.value = value;
+  }
+}
+
+/** Redis could not be reached, or the connection failed mid-command. The client's error is the `cause`. */
+export class RedisUnavailableError extends PadlockError {
+  override readonly name = 'RedisUnavailableError';
+  readonly code = 'REDIS_UNAVAILABLE';
+
+  constructor(lock: string | undefined, cause: unknown) {
+    super(`Redis is unavailable${lock === undefined ? '' : ` for lock "${lock}"`}: ${messageOf(cause)}`, lock, { cause });
+  }
+}
+
+/** Redis answered with an error, e.g. a padlock key holds a value of another type (`WRONGTYPE`). */
+export class RedisCommandError extends PadlockError {
+  override readonly name = 'RedisCommandError';
+  readonly code = 'REDIS_COMMAND';
+
+  constructor(lock: string | undefined, cause: unknown) {
+    const text = messageOf(cause);
+    const hint = /WRONGTYPE/.test(text) ? ' (a key in padlock\'s key space holds a value of another type: see docs/protocol.md)' : '';
+    super(`Redis refused a command${lock === undefined ? '' : ` for lock "${lock}"`}: ${text}${hint}`, lock, { cause });
+  }
+}
+
+/** The `Padlock` was closed: pending waits reject with this, and new calls too. */
+export class PadlockClosedError extends PadlockError {
+  override readonly name = 'PadlockClosedError';
+  readonly code = 'CLOSED';
+
+  constructor(lock?: string) {
+    super('this Padlock is closed', lock);
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  if (value === null) return 'null';
+  if (value === undefined) return 'undefined';
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  return typeof value === 'object' ? 'an object' : typeof value;
+}

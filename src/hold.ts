@@ -1,0 +1,72 @@
+/**
+ * One owner's hold on one lock, as this process knows it. Nested leases of the same owner share a
+ * hold; the watchdog renews holds, not leases.
+ */
+import { driftMs, monotonicNow } from './clock.js';
+import type { LockKeys } from './keys.js';
+
+/** Where a hold stands. */
+export type HoldState = 'held' | 'released' | 'lost';
+
+/** What a lock kind does to release and renew its holds. */
+export interface HoldOwnerOps {
+  /** Releases `count` holds of `hold.owner`; resolves with the holds left (0: free). Throws `LockNotHeldError`. */
+  release(hold: Hold, count: number): Promise<number>;
+}
+
+export class Hold {
+  /** Holds taken by this process under this owner (a cross-process owner may hold more). */
+  count = 0;
+  /** Lease renewed by the watchdog (the longest asked for). */
+  leaseMs: number;
+  /** Whether the watchdog renews this hold. */
+  autoExtend: boolean;
+  /** Monotonic time after which the hold counts as lost unless a renewal succeeded. */
+  deadline: number;
+  /** Monotonic time at which the watchdog should renew next. */
+  nextRenewAt: number;
+  /** A renewal is on its way. */
+  renewing = false;
+  state: HoldState = 'held';
+  readonly controller = new AbortController();
+
+  constructor(
+    readonly keys: LockKeys,
+    readonly owner: string,
+    readonly fence: number,
+    readonly ops: HoldOwnerOps,
+    leaseMs: number,
+    autoExtend: boolean,
+    sentAt: number,
+    pttl: number,
+  ) {
+    this.leaseMs = leaseMs;
+    this.autoExtend = autoExtend;
+    this.deadline = sentAt + pttl - driftMs(leaseMs);
+    this.nextRenewAt = sentAt + leaseMs / 3;
+  }
+
+  /** The lock's name. */
+  get name(): string {
+    return this.keys.name;
+  }
+
+  /** Held, and not past the local deadline (checked on every read: a stalled loop cannot fool it). */
+  get alive(): boolean {
+    return this.state === 'held' && monotonicNow() < this.deadline;
+  }
+
+  /**
+   * Records a successful renewal or re-entry: the server said `pttl` ms remain, for a command sent at
+   * `sentAt`. Only ever moves the deadline later.
+   */
+  renewed(sentAt: number, pttl: number): void {
+    this.deadline = Math.max(this.deadline, sentAt + pttl - driftMs(this.leaseMs));
+    this.nextRenewAt = sentAt + this.leaseMs / 3;
+  }
+
+  /** Wall-clock estimate of the end of the lease (conservative). */
+  get expiresAt(): number {
+    return Date.now() + Math.max(0, this.deadline - monotonicNow());
+  }
+}

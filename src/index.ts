@@ -1,0 +1,20 @@
+// The public surface of padlock, and nothing else.
+export { Padlock } from './padlock.js';
+export { Lease } from './lease.js';
+export type { Lockable } from './locks/lock.js';
+export type { AcquireOptions, PadlockOptions } from './options.js';
+export type { AcquiredEvent, HoldEvent, PadlockEvents } from './runtime.js';
+export {
+  PadlockError,
+  LockTimeoutError,
+  LockNotHeldError,
+  LockLostError,
+  QuorumError,
+  PadlockOptionError,
+  RedisUnavailableError,
+  RedisCommandError,
+  PadlockClosedError,
+  type PadlockErrorCode,
+  type LockLostReason,
+  type NodeOutcome,
+} from './errors.js';

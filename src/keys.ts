@@ -1,0 +1,43 @@
+/**
+ * The Redis key layout of one lock (see docs/protocol.md). Every key and channel of a lock carries
+ * the same hash tag, so that one script touches one Cluster slot.
+ */
+
+/** Keys and channel of one lock. */
+export interface LockKeys {
+  /** The lock's name as the caller gave it. */
+  readonly name: string;
+  /** Hash: owner token → hold count, plus `:fence` and `:log` (see protocol.md). */
+  readonly lock: string;
+  /** Integer counter of fences, never expires. */
+  readonly fence: string;
+  /** Sorted set of queued waiters (fair mutex). */
+  readonly queue: string;
+  /** Pub/sub channel that announces releases. */
+  readonly released: string;
+}
+
+/**
+ * Escapes a name for use inside a hash tag: `%`, `{` and `}` become `%25`, `%7B` and `%7D`,
+ * so a name with braces can never split one lock's keys over two Cluster slots.
+ */
+export function hashTag(name: string): string {
+  return name.replace(/[%{}]/g, (c) => (c === '%' ? '%25' : c === '{' ? '%7B' : '%7D'));
+}
+
+/** Builds the keys of lock `name` under `prefix`. */
+export function lockKeys(prefix: string, name: string): LockKeys {
+  const base = `${prefix}:{${hashTag(name)}}`;
+  return {
+    name,
+    lock: `${base}:lock`,
+    fence: `${base}:fence`,
+    queue: `${base}:queue`,
+    released: `${base}:released`,
+  };
+}
+
+/** The channel on which a fair-mutex release notifies the one waiter it handed the lock to. */
+export function waiterChannel(keys: LockKeys, clientId: string): string {
+  return `${keys.released}:${clientId}`;
+}

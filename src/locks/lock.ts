@@ -1,0 +1,163 @@
+/**
+ * What every lock kind shares: validation, re-entry (by async context or by owner token), the
+ * bounds of a wait, leases and their holds, `withLock`. A kind supplies how to take, re-enter and
+ * release one hold, and how to wait for its turn.
+ */
+import { monotonicNow } from '../clock.js';
+import { LockNotHeldError, LockTimeoutError, PadlockOptionError } from '../errors.js';
+import { Hold, type HoldOwnerOps } from '../hold.js';
+import type { LockKeys } from '../keys.js';
+import { Lease } from '../lease.js';
+import { checkName, resolveAcquireOptions, type AcquireOptions, type ResolvedAcquireOptions } from '../options.js';
+import type { Runtime } from '../runtime.js';
+import { newOwnerToken } from '../tokens.js';
+import { WaitScope } from '../wait-scope.js';
+
+/** A hold the server granted. */
+export interface Grant {
+  readonly fence: number;
+  readonly holdCount: number;
+  /** Remaining lease in ms, as the server said. */
+  readonly pttl: number;
+  /** Monotonic time at which the granting command was sent. */
+  readonly sentAt: number;
+}
+
+/** The operations every lock offers. */
+export interface Lockable {
+  /** The lock's name. */
+  readonly name: string;
+  /**
+   * Waits for the lock (up to `waitMs`, default forever) and returns its lease.
+   * Rejects with `LockTimeoutError` when `waitMs` runs out, with `signal.reason` when aborted.
+   */
+  acquire(options?: AcquireOptions): Promise<Lease>;
+  /** Takes the lock if it is free now (or within `waitMs`, default 0); `null` otherwise. */
+  tryAcquire(options?: AcquireOptions): Promise<Lease | null>;
+  /**
+   * Acquires, runs `fn` with the lease, and releases in `finally`. Inside `fn`, acquiring this lock
+   * again through the same Padlock re-enters it. If the lock is lost while `fn` runs, the call
+   * rejects with the `LockLostError` even when `fn` succeeded.
+   */
+  withLock<T>(fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T>;
+  /** Whether anyone holds the lock now. */
+  isLocked(): Promise<boolean>;
+  /** Deletes the lock whoever holds it (operators only); true when it was held. Holders learn at their next renewal. */
+  forceRelease(): Promise<boolean>;
+}
+
+export abstract class Lock implements Lockable, HoldOwnerOps {
+  readonly name: string;
+  protected readonly keys: LockKeys;
+
+  constructor(protected readonly runtime: Runtime, name: string) {
+    this.name = checkName(name);
+    this.keys = runtime.keys(this.name);
+  }
+
+  /** Re-enters a hold of `owner` (count + 1); `null` when `owner` holds nothing. */
+  protected abstract reenterOnce(owner: string, leaseMs: number): Promise<Grant | null>;
+
+  /** Waits for a fresh hold for `owner` within `scope` (which bounds every step and aborts it). */
+  protected abstract obtain(owner: string, options: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant>;
+
+  /** Releases `count` holds; resolves with the holds the owner has left. Rejects `LockNotHeldError`. */
+  abstract release(hold: Hold, count: number): Promise<number>;
+
+  acquire(options?: AcquireOptions): Promise<Lease> {
+    return this.#acquire(options, Infinity);
+  }
+
+  async tryAcquire(options?: AcquireOptions): Promise<Lease | null> {
+    try {
+      return await this.#acquire(options, 0);
+    } catch (error) {
+      if (error instanceof LockTimeoutError) return null;
+      throw error;
+    }
+  }
+
+  async withLock<T>(fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+    if (typeof fn !== 'function') throw new PadlockOptionError('fn', 'a function', fn);
+    const lease = await this.acquire(options);
+    let result: T;
+    try {
+      result = await this.runtime.runInContext(lease.hold, () => fn(lease));
+    } catch (error) {
+      await lease.release().catch(() => undefined);
+      throw error;
+    }
+    if (lease.signal.aborted) {
+      await lease.release().catch(() => undefined);
+      throw lease.signal.reason;
+    }
+    await lease.release();
+    return result;
+  }
+
+  abstract isLocked(): Promise<boolean>;
+  abstract forceRelease(): Promise<boolean>;
+
+  async #acquire(options: AcquireOptions | undefined, defaultWaitMs: number): Promise<Lease> {
+    const opts = resolveAcquireOptions(options, { waitMs: defaultWaitMs, leaseMs: this.runtime.leaseMs });
+    this.runtime.assertOpen(this.name);
+    opts.signal?.throwIfAborted();
+    const existing = opts.owner === undefined ? this.runtime.contextHold(this.keys.lock) : this.runtime.findHold(this.keys.lock, opts.owner);
+    const scope = new WaitScope(this.name, opts.waitMs, opts.signal, this.runtime.closing);
+    try {
+      if (existing !== undefined) return await this.#reenter(existing, opts, scope);
+      if (opts.owner !== undefined) return await this.#reenterRemote(opts.owner, opts, scope);
+      const owner = newOwnerToken();
+      const grant = await this.obtain(owner, opts, scope);
+      const hold = new Hold(this.keys, owner, grant.fence, this, opts.leaseMs, opts.autoExtend, grant.sentAt, grant.pttl);
+      hold.count = 1;
+      this.runtime.register(hold);
+      this.runtime.emit('acquired', { name: this.name, owner, fence: grant.fence, holdCount: 1, waitedMs: scope.waitedMs });
+      return new Lease(hold, this.runtime, grant.holdCount);
+    } finally {
+      scope.dispose();
+    }
+  }
+
+  /** Re-enters a hold this process has: count + 1, same fence, lease never shortened. */
+  async #reenter(hold: Hold, opts: ResolvedAcquireOptions, scope: WaitScope): Promise<Lease> {
+    const sentAt = monotonicNow();
+    const grant = await this.#reentryAttempt(hold.owner, opts, scope);
+    if (hold.state !== 'held') {
+      // Lost while re-entering: give the new count back and report.
+      this.release(hold, 1).catch(() => undefined);
+      throw new LockNotHeldError(this.name, hold.owner, 're-enter');
+    }
+    hold.count++;
+    hold.leaseMs = Math.max(hold.leaseMs, opts.leaseMs);
+    hold.autoExtend ||= opts.autoExtend;
+    hold.renewed(sentAt, grant.pttl);
+    this.runtime.watchdog.update(hold);
+    this.runtime.emit('acquired', { name: this.name, owner: hold.owner, fence: hold.fence, holdCount: grant.holdCount, waitedMs: scope.waitedMs });
+    return new Lease(hold, this.runtime, grant.holdCount);
+  }
+
+  /** Re-enters a hold taken elsewhere (another Padlock or process) under `owner`. */
+  async #reenterRemote(owner: string, opts: ResolvedAcquireOptions, scope: WaitScope): Promise<Lease> {
+    const grant = await this.#reentryAttempt(owner, opts, scope);
+    const hold = new Hold(this.keys, owner, grant.fence, this, opts.leaseMs, opts.autoExtend, grant.sentAt, grant.pttl);
+    hold.count = 1;
+    this.runtime.register(hold);
+    this.runtime.emit('acquired', { name: this.name, owner, fence: grant.fence, holdCount: grant.holdCount, waitedMs: scope.waitedMs });
+    return new Lease(hold, this.runtime, grant.holdCount);
+  }
+
+  async #reentryAttempt(owner: string, opts: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant> {
+    const grant = await scope.race(this.reenterOnce(owner, opts.leaseMs), (late) => {
+      if (late !== null) this.giveBack(owner, 1);
+    });
+    if (grant === null) throw new LockNotHeldError(this.name, owner, 're-enter');
+    return grant;
+  }
+
+  /** Releases holds obtained by an attempt whose caller had already given up (best effort). */
+  protected giveBack(owner: string, count: number): void {
+    const orphan = new Hold(this.keys, owner, 0, this, this.runtime.leaseMs, false, 0, 0);
+    this.release(orphan, count).catch(() => undefined);
+  }
+}

@@ -1,0 +1,153 @@
+/**
+ * Options and their validation. Every check runs before any Redis command, and every failure is a
+ * {@link PadlockOptionError} that names the option and the refused value.
+ */
+import type { Cluster, Redis } from 'ioredis';
+import { PadlockOptionError } from './errors.js';
+
+/** Longest timer Node can schedule; longer leases and waits are refused rather than silently cut. */
+export const MAX_MS = 2_147_483_647;
+/** Shortest lease: below this, network jitter alone would lose the lock. */
+export const MIN_LEASE_MS = 10;
+/** Longest lock name, in UTF-16 code units. */
+export const MAX_NAME_LENGTH = 1_000;
+/** Owner tokens: 16 to 128 characters of `A–Z a–z 0–9 _ -`. Generated ones are 32 hex digits (128 bits). */
+export const OWNER_PATTERN = /^[A-Za-z0-9_-]{16,128}$/;
+const PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+/** Options of `new Padlock(options)`. */
+export interface PadlockOptions {
+  /**
+   * The ioredis client to use: a `Redis` connected to one server, or a `Cluster`.
+   * padlock never closes it; `padlock.close()` closes only the connections padlock opened itself.
+   */
+  redis: Redis | Cluster;
+  /**
+   * Prefix of every key and channel: 1–64 characters of `A–Z a–z 0–9 _ . : -`.
+   * @default 'padlock'
+   */
+  prefix?: string;
+  /**
+   * Default lease in milliseconds, renewed every third of it while held (the watchdog).
+   * From 10 to 2 147 483 647.
+   * @default 30000
+   */
+  leaseMs?: number;
+}
+
+/** Options of `acquire`, `tryAcquire` and `withLock`. */
+export interface AcquireOptions {
+  /**
+   * How long to wait for the lock, in milliseconds: a finite number ≥ 0, or `Infinity`.
+   * @default Infinity for `acquire` and `withLock`, 0 for `tryAcquire` (which never waits longer than asked)
+   */
+  waitMs?: number;
+  /**
+   * A fixed lease in milliseconds (10 to 2 147 483 647). When given, the watchdog does not renew the
+   * lock unless `autoExtend` is `true`; when the lease runs out the lock is lost.
+   * @default the Padlock's `leaseMs`, renewed by the watchdog
+   */
+  leaseMs?: number;
+  /**
+   * Renew the lease while held. Defaults to `true` when `leaseMs` is not given, `false` when it is.
+   */
+  autoExtend?: boolean;
+  /** Aborts the wait: the call rejects with `signal.reason` and leaves nothing behind in Redis. */
+  signal?: AbortSignal;
+  /**
+   * Re-enter a hold by its owner token (e.g. one received over RPC): the hold count goes up by one,
+   * the fence stays the same. Rejects with `LockNotHeldError` if that owner does not hold the lock.
+   */
+  owner?: string;
+}
+
+/** Validated Padlock options with defaults applied. */
+export interface ResolvedPadlockOptions {
+  readonly prefix: string;
+  readonly leaseMs: number;
+}
+
+/** Validated acquire options with defaults applied. */
+export interface ResolvedAcquireOptions {
+  readonly waitMs: number;
+  readonly leaseMs: number;
+  readonly autoExtend: boolean;
+  readonly signal: AbortSignal | undefined;
+  readonly owner: string | undefined;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Checks a duration in milliseconds; `Infinity` only when `allowInfinity`. */
+export function checkMs(option: string, value: unknown, min: number, allowInfinity: boolean): number {
+  const ok =
+    typeof value === 'number' &&
+    !Number.isNaN(value) &&
+    value >= min &&
+    (value <= MAX_MS || (allowInfinity && value === Infinity));
+  if (!ok) {
+    const range = `a finite number from ${min} to ${MAX_MS}${allowInfinity ? ', or Infinity' : ''}`;
+    throw new PadlockOptionError(option, range, value);
+  }
+  return value;
+}
+
+function rejectUnknown(where: string, options: Record<string, unknown>, known: readonly string[]): void {
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) throw new PadlockOptionError(`${where}.${key}`, `one of ${known.join(', ')} (unknown option)`, options[key]);
+  }
+}
+
+function looksLikeRedisClient(value: unknown): boolean {
+  return isPlainObjectOrInstance(value) && typeof (value as { evalsha?: unknown }).evalsha === 'function' && typeof (value as { duplicate?: unknown }).duplicate === 'function';
+}
+
+function isPlainObjectOrInstance(value: unknown): value is object {
+  return typeof value === 'object' && value !== null;
+}
+
+/** Validates `new Padlock(options)`. */
+export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions & { readonly redis: Redis | Cluster } {
+  if (!isPlainObject(options)) throw new PadlockOptionError('options', 'an object with at least { redis }', options);
+  rejectUnknown('options', options, ['redis', 'prefix', 'leaseMs']);
+  const { redis, prefix = 'padlock', leaseMs = 30_000 } = options;
+  if (!looksLikeRedisClient(redis)) throw new PadlockOptionError('redis', 'an ioredis Redis or Cluster instance', redis);
+  if (typeof prefix !== 'string' || !PREFIX_PATTERN.test(prefix)) {
+    throw new PadlockOptionError('prefix', 'a string of 1 to 64 characters from A-Z a-z 0-9 _ . : -', prefix);
+  }
+  return { redis: redis as Redis | Cluster, prefix, leaseMs: checkMs('leaseMs', leaseMs, MIN_LEASE_MS, false) };
+}
+
+/** Validates a lock name. */
+export function checkName(name: unknown): string {
+  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_NAME_LENGTH) {
+    throw new PadlockOptionError('name', `a non-empty string of at most ${MAX_NAME_LENGTH} characters`, name);
+  }
+  if (!name.isWellFormed()) throw new PadlockOptionError('name', 'a well-formed Unicode string (no lone surrogates)', name);
+  return name;
+}
+
+/** Validates an owner token. */
+export function checkOwner(option: string, owner: unknown): string {
+  if (typeof owner !== 'string' || !OWNER_PATTERN.test(owner)) {
+    throw new PadlockOptionError(option, 'an owner token: 16 to 128 characters of A-Z a-z 0-9 _ -', owner);
+  }
+  return owner;
+}
+
+/** Validates `acquire`/`tryAcquire`/`withLock` options. */
+export function resolveAcquireOptions(options: unknown, defaults: { waitMs: number; leaseMs: number }): ResolvedAcquireOptions {
+  if (options === undefined) return { waitMs: defaults.waitMs, leaseMs: defaults.leaseMs, autoExtend: true, signal: undefined, owner: undefined };
+  if (!isPlainObject(options)) throw new PadlockOptionError('options', 'an object or undefined', options);
+  rejectUnknown('options', options, ['waitMs', 'leaseMs', 'autoExtend', 'signal', 'owner']);
+  const waitMs = options.waitMs === undefined ? defaults.waitMs : checkMs('waitMs', options.waitMs, 0, true);
+  const leaseMs = options.leaseMs === undefined ? defaults.leaseMs : checkMs('leaseMs', options.leaseMs, MIN_LEASE_MS, false);
+  const autoExtend = options.autoExtend ?? options.leaseMs === undefined;
+  if (typeof autoExtend !== 'boolean') throw new PadlockOptionError('autoExtend', 'a boolean', autoExtend);
+  const { signal } = options;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new PadlockOptionError('signal', 'an AbortSignal', signal);
+  const owner = options.owner === undefined ? undefined : checkOwner('owner', options.owner);
+  return { waitMs, leaseMs, autoExtend, signal, owner };
+}

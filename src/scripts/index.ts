@@ -1,0 +1,81 @@
+/** padlock's Lua scripts, typed at the boundary: each reply is checked and given a type here. */
+import { defineScript } from '../redis/script-runner.js';
+import { luaSources } from './embedded.js';
+
+/** Outcome of an acquire attempt. */
+export type AcquireReply =
+  | { readonly status: 'acquired'; readonly fence: number; readonly holdCount: number; readonly pttl: number }
+  | { readonly status: 'busy'; readonly pttl: number }
+  | { readonly status: 'not-held' };
+
+/** Outcome of a release. */
+export type ReleaseReply = { readonly status: 'released'; readonly remaining: number } | { readonly status: 'not-held' };
+
+/** A lock's state as `inspect` reads it. */
+export interface InspectReply {
+  /** Fence of the current hold; 0 when free. */
+  readonly fence: number;
+  /** Remaining lease in ms (-2 when the key is absent). */
+  readonly pttl: number;
+  /** Owner token → hold count. */
+  readonly holders: ReadonlyMap<string, number>;
+}
+
+function fail(script: string, reply: unknown): never {
+  throw new TypeError(`unexpected reply from padlock script ${script}: ${JSON.stringify(reply)}`);
+}
+
+function integers(script: string, reply: unknown): number[] {
+  if (!Array.isArray(reply) || !reply.every((v): v is number => Number.isInteger(v))) fail(script, reply);
+  return reply;
+}
+
+function at(values: readonly number[], index: number, script: string): number {
+  const value = values[index];
+  return value === undefined ? fail(script, values) : value;
+}
+
+/** Acquire or re-enter a mutex; see acquire.lua. */
+export const acquireScript = defineScript('acquire.lua', luaSources.acquire, (reply): AcquireReply => {
+  const r = integers('acquire.lua', reply);
+  switch (r[0]) {
+    case 1:
+      return { status: 'acquired', fence: at(r, 1, 'acquire.lua'), holdCount: at(r, 2, 'acquire.lua'), pttl: at(r, 3, 'acquire.lua') };
+    case 0:
+      return { status: 'busy', pttl: at(r, 1, 'acquire.lua') };
+    case -1:
+      return { status: 'not-held' };
+    default:
+      return fail('acquire.lua', reply);
+  }
+});
+
+/** Release holds of a mutex; see release.lua. */
+export const releaseScript = defineScript('release.lua', luaSources.release, (reply): ReleaseReply => {
+  const r = integers('release.lua', reply);
+  return r[0] === 1 ? { status: 'released', remaining: at(r, 1, 'release.lua') } : { status: 'not-held' };
+});
+
+/** Renew or extend holds; see renew.lua. One remaining lease (0: not held) per key. */
+export const renewScript = defineScript('renew.lua', luaSources.renew, (reply): number[] => integers('renew.lua', reply));
+
+/** Delete a lock whoever holds it; see force-release.lua. */
+export const forceReleaseScript = defineScript('force-release.lua', luaSources.forceRelease, (reply): boolean => {
+  if (reply !== 0 && reply !== 1) fail('force-release.lua', reply);
+  return reply === 1;
+});
+
+/** Read a lock's state; see inspect.lua. */
+export const inspectScript = defineScript('inspect.lua', luaSources.inspect, (reply): InspectReply => {
+  if (!Array.isArray(reply) || reply.length < 2 || reply.length % 2 !== 0) fail('inspect.lua', reply);
+  const [fence, pttl, ...rest] = reply as unknown[];
+  if (!Number.isInteger(fence) || !Number.isInteger(pttl)) fail('inspect.lua', reply);
+  const holders = new Map<string, number>();
+  for (let i = 0; i < rest.length; i += 2) {
+    const owner = rest[i];
+    const count = rest[i + 1];
+    if (typeof owner !== 'string' || !Number.isInteger(count)) fail('inspect.lua', reply);
+    holders.set(owner, count as number);
+  }
+  return { fence: fence as number, pttl: pttl as number, holders };
+});

@@ -1,0 +1,81 @@
+/**
+ * Test harness: real redis-server processes on free loopback ports, ioredis clients that are
+ * closed after the file's tests, and a guard that fails the file on any unhandled rejection.
+ */
+import { after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Redis, type RedisOptions } from 'ioredis';
+import { startRedisServer, type RedisServer, type RedisServerOptions } from '../../src/devserver/redis-server.js';
+import { Padlock } from '../../src/index.js';
+import type { PadlockOptions } from '../../src/options.js';
+
+const unhandled: unknown[] = [];
+process.on('unhandledRejection', (reason) => unhandled.push(reason));
+
+const servers: RedisServer[] = [];
+const clients: Redis[] = [];
+const padlocks: Padlock[] = [];
+
+after(async () => {
+  await Promise.allSettled(padlocks.map((p) => p.close()));
+  for (const client of clients) client.disconnect();
+  await Promise.allSettled(servers.map((s) => s.stop()));
+  assert.deepEqual(unhandled, [], 'no unhandled rejection may happen');
+});
+
+/** Starts a redis-server that is stopped after this file's tests. */
+export async function startServer(options?: RedisServerOptions): Promise<RedisServer> {
+  const server = await startRedisServer(options);
+  servers.push(server);
+  return server;
+}
+
+/** Starts `n` independent servers (Redlock). */
+export function startServers(n: number): Promise<RedisServer[]> {
+  return Promise.all(Array.from({ length: n }, () => startServer()));
+}
+
+/** An ioredis client to `server`, disconnected after this file's tests. */
+export function connect(server: RedisServer, options: RedisOptions = {}): Redis {
+  const client = new Redis({ host: server.host, port: server.port, lazyConnect: false, ...options });
+  // Tests that kill servers provoke connection errors on purpose.
+  client.on('error', () => undefined);
+  clients.push(client);
+  return client;
+}
+
+/** A Padlock on `server` with its own connection, closed after this file's tests. */
+export function padlockOn(server: RedisServer, options: Omit<PadlockOptions, 'redis'> = {}): Padlock {
+  const padlock = new Padlock({ redis: connect(server), ...options });
+  padlocks.push(padlock);
+  return padlock;
+}
+
+/** Resolves after `ms`. */
+export function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Polls `check` every 5 ms until it is true or `ms` pass; returns whether it became true. */
+export async function eventually(check: () => boolean | Promise<boolean>, ms = 5_000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await check()) return true;
+    await delay(5);
+  }
+  return check();
+}
+
+/** Calls of one command since the server started, from INFO commandstats. */
+export async function commandCalls(client: Redis, command: string): Promise<number> {
+  const info = await client.info('commandstats');
+  const match = new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info);
+  return match?.[1] === undefined ? 0 : Number(match[1]);
+}
+
+/** Counts of active handles by type (timers, sockets), for leak checks. */
+export function activeResources(): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const type of process.getActiveResourcesInfo()) counts.set(type, (counts.get(type) ?? 0) + 1);
+  return counts;
+}
