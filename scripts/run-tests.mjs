@@ -1,11 +1,19 @@
 // Runs the compiled test files with node's test runner, prints the spec report, and ends with the
 // line CI reads: "N passed, N failed". Exits non-zero when anything failed.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-const targets = process.argv.slice(2);
+// Only *.test.js files: node's own discovery would also run every helper under a test/ folder.
+function testFiles(path) {
+  if (!statSync(path).isDirectory()) return [path];
+  return readdirSync(path).sort().flatMap((entry) => {
+    const child = join(path, entry);
+    return statSync(child).isDirectory() ? testFiles(child) : entry.endsWith('.test.js') ? [child] : [];
+  });
+}
+const targets = (process.argv.length > 2 ? process.argv.slice(2) : ['build/test']).flatMap(testFiles);
 const tap = join(mkdtempSync(join(tmpdir(), 'padlock-tests-')), 'report.tap');
 const result = spawnSync(
   process.execPath,
@@ -16,7 +24,7 @@ const result = spawnSync(
     '--test-reporter-destination=stdout',
     '--test-reporter=tap',
     `--test-reporter-destination=${tap}`,
-    ...(targets.length > 0 ? targets : ['build/test/']),
+    ...targets,
   ],
   { stdio: 'inherit' },
 );
