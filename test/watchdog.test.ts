@@ -1,0 +1,130 @@
+import { describe, it, before } from 'node:test';
+import assert from 'node:assert/strict';
+import type { RedisServer } from '../src/devserver/redis-server.js';
+import { LockLostError, LockNotHeldError, type Lease } from '../src/index.js';
+import { lockKeys } from '../src/keys.js';
+import { commandCalls, connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
+
+let server: RedisServer;
+before(async () => {
+  server = await startServer();
+});
+
+function lostReason(lease: Lease): string | undefined {
+  const reason: unknown = lease.signal.reason;
+  return reason instanceof LockLostError ? reason.reason : undefined;
+}
+
+describe('watchdog', () => {
+  it('keeps a 300 ms lease alive for 3 s', async () => {
+    const padlock = padlockOn(server, { leaseMs: 300 });
+    let renewals = 0;
+    padlock.on('extended', () => renewals++);
+    const lease = await padlock.mutex('wd:alive').acquire();
+    await delay(3_000);
+    assert.equal(lease.isHeld, true);
+    assert.equal(lease.signal.aborted, false);
+    assert.equal(await padlockOn(server).mutex('wd:alive').tryAcquire(), null, 'still held in Redis');
+    assert.ok(renewals >= 5, `renewed ${renewals} times`);
+    await lease.release();
+  });
+
+  it('renews 10 000 leases in a handful of calls per tick, not 10 000', async () => {
+    const padlock = padlockOn(server, { leaseMs: 3_000 });
+    const admin = connect(server);
+    const leases = await Promise.all(Array.from({ length: 10_000 }, (_, i) => padlock.mutex(`wd:many:${i}`).acquire()));
+    let renewals = 0;
+    padlock.on('extended', () => renewals++);
+    const before = await commandCalls(admin, 'evalsha');
+    await eventually(() => renewals >= 20_000, 8_000);
+    const calls = (await commandCalls(admin, 'evalsha')) - before;
+    assert.ok(renewals >= 20_000, `two rounds of renewals happened (${renewals})`);
+    assert.ok(calls <= 12, `${calls} script calls renewed ${renewals} holds`);
+    assert.ok(leases.every((l) => l.isHeld));
+    await padlock.close();
+  });
+
+  it('does not renew a fixed lease unless autoExtend is set', async () => {
+    const padlock = padlockOn(server);
+    const fixed = await padlock.mutex('wd:fixed').acquire({ leaseMs: 200 });
+    const extended = await padlock.mutex('wd:fixed:auto').acquire({ leaseMs: 200, autoExtend: true });
+    await delay(500);
+    assert.equal(await padlock.mutex('wd:fixed').isLocked(), false, 'the fixed lease ran out in Redis');
+    assert.equal(fixed.isHeld, false);
+    assert.equal(lostReason(fixed), 'expired');
+    assert.equal(extended.isHeld, true);
+    assert.equal(await padlock.mutex('wd:fixed:auto').isLocked(), true);
+    await assert.rejects(fixed.release(), LockNotHeldError);
+    await extended.release();
+  });
+
+  it('stops renewing at release and at close', async () => {
+    const admin = connect(server);
+    const padlock = padlockOn(server, { leaseMs: 150 });
+    const a = await padlock.mutex('wd:stop:a').acquire();
+    const b = await padlock.mutex('wd:stop:b').acquire();
+    await a.release();
+    await delay(200);
+    assert.equal(b.isHeld, true);
+    await padlock.close();
+    const before = await commandCalls(admin, 'evalsha');
+    await delay(400);
+    assert.equal(await commandCalls(admin, 'evalsha'), before, 'no renewal after close');
+    assert.equal(padlock.runtime.watchdog.size, 0);
+  });
+
+  it('aborts the holder\'s signal within one renewal tick when the lock is deleted under it', async () => {
+    const leaseMs = 3_000;
+    const padlock = padlockOn(server, { leaseMs });
+    const lost: LockLostError[] = [];
+    padlock.on('lost', (error) => lost.push(error));
+    const lease = await padlock.mutex('wd:forced').acquire();
+    assert.equal(await padlockOn(server).mutex('wd:forced').forceRelease(), true);
+    const aborted = new Promise<number>((resolve) => lease.signal.addEventListener('abort', () => resolve(performance.now())));
+    const start = performance.now();
+    const at = await aborted;
+    assert.ok(at - start < leaseMs, 'found by renewal, not by the lease running out');
+    assert.equal(lostReason(lease), 'taken');
+    assert.equal(lease.isHeld, false);
+    assert.equal(lost.length, 1);
+    await assert.rejects(lease.release(), LockNotHeldError);
+  });
+
+  it('declares the lease lost at its local deadline when redis-server is frozen (SIGSTOP), without a hang', async () => {
+    const frozen = await startServer();
+    const padlock = padlockOn(frozen, { leaseMs: 400 });
+    const lease = await padlock.mutex('wd:frozen').acquire();
+    frozen.pause();
+    try {
+      await new Promise<void>((resolve) => lease.signal.addEventListener('abort', () => resolve()));
+      assert.equal(lostReason(lease), 'expired');
+      assert.equal(lease.isHeld, false);
+      await assert.rejects(lease.release(), LockNotHeldError);
+    } finally {
+      frozen.resume();
+    }
+  });
+
+  it('declares the lease lost when the event loop stalls past the deadline', async () => {
+    const padlock = padlockOn(server, { leaseMs: 200 });
+    const lease = await padlock.mutex('wd:stall').acquire();
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 400);
+    assert.equal(lease.isHeld, false, 'known lost at once, before any timer ran');
+    await new Promise<void>((resolve) => (lease.signal.aborted ? resolve() : lease.signal.addEventListener('abort', () => resolve())));
+    assert.equal(lostReason(lease), 'expired');
+  });
+
+  it('renewal reads the key through the lock hash layout of docs/protocol.md', async () => {
+    const admin = connect(server);
+    const padlock = padlockOn(server, { leaseMs: 300 });
+    const lease = await padlock.mutex('wd:layout').acquire();
+    const keys = lockKeys('padlock', 'wd:layout');
+    assert.equal(await admin.hget(keys.lock, lease.owner), '1');
+    assert.equal(await admin.hget(keys.lock, ':fence'), String(lease.fence));
+    assert.equal(await admin.get(keys.fence), String(lease.fence));
+    assert.equal(await admin.ttl(keys.fence), -1, 'the fence counter never expires');
+    await delay(400);
+    assert.ok((await admin.pttl(keys.lock)) > 0);
+    await lease.release();
+  });
+});
