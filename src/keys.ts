@@ -11,8 +11,10 @@ export interface LockKeys {
   readonly lock: string;
   /** Integer counter of fences, never expires. */
   readonly fence: string;
-  /** Sorted set of queued waiters (fair mutex). */
+  /** List of queued waiters' owner tokens, in arrival order (fair mutex). */
   readonly queue: string;
+  /** Hash: queued owner token → `expiry:leaseMs:clientId` (fair mutex heartbeats). */
+  readonly waiters: string;
   /** Pub/sub channel that announces releases. */
   readonly released: string;
 }
@@ -33,11 +35,12 @@ export function lockKeys(prefix: string, name: string): LockKeys {
     lock: `${base}:lock`,
     fence: `${base}:fence`,
     queue: `${base}:queue`,
+    waiters: `${base}:waiters`,
     released: `${base}:released`,
   };
 }
 
-/** The channel on which a fair-mutex release notifies the one waiter it handed the lock to. */
+/** The channel on which a fair-mutex release notifies the one client whose waiter it handed the lock to. */
 export function waiterChannel(keys: LockKeys, clientId: string): string {
   return `${keys.released}:${clientId}`;
 }

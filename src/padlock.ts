@@ -4,6 +4,7 @@
 import { EventEmitter } from 'node:events';
 import type { Lease } from './lease.js';
 import type { Lockable } from './locks/lock.js';
+import { FairMutex } from './locks/fair-mutex.js';
 import { Mutex } from './locks/mutex.js';
 import { resolvePadlockOptions, type AcquireOptions, type PadlockOptions } from './options.js';
 import { fromIoredis } from './redis/connection.js';
@@ -57,6 +58,15 @@ export class Padlock extends EventEmitter<PadlockEvents> {
    */
   mutex(name: string): Lockable {
     return new Mutex(this.runtime, name);
+  }
+
+  /**
+   * A fair (FIFO) reentrant mutex: waiters across all processes get the lock in arrival order,
+   * handed over by the release itself. Shares its key with `mutex(name)`.
+   * @param name 1 to 1 000 characters, any Unicode
+   */
+  fairMutex(name: string): Lockable {
+    return new FairMutex(this.runtime, name);
   }
 
   /** Shorthand for `padlock.mutex(name).withLock(fn, options)`. */

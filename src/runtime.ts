@@ -3,6 +3,7 @@
  * the registry of holds and the async context that makes nested acquisitions re-enter.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { monotonicNow } from './clock.js';
 import { LockLostError, LockNotHeldError, PadlockClosedError, type LockLostReason } from './errors.js';
@@ -53,6 +54,8 @@ const CLOSE_RELEASE_TIMEOUT_MS = 5_000;
 export const TOMBSTONE_MS = 10_000;
 
 export class Runtime implements LeaseHost {
+  /** Identifies this Padlock's channel for fair-mutex handoffs. */
+  readonly clientId = randomBytes(8).toString('hex');
   readonly runner: ScriptRunner;
   readonly subscriber: Subscriber;
   readonly watchdog: Watchdog;

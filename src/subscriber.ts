@@ -1,17 +1,32 @@
 /**
  * One pub/sub connection per Padlock, opened on first need. Channels are reference-counted: the
- * first watcher subscribes, the last one to leave unsubscribes. A message wakes one local sleeper
- * (no herd inside a process); every message also bumps the channel's generation, so a waiter whose
- * attempt was in flight when the message came can tell that it must try again rather than sleep.
+ * first watcher subscribes; when the last leaves, the subscription lingers briefly (so a process
+ * that waits again soon does not pay SUBSCRIBE/UNSUBSCRIBE each time) and is then dropped.
+ *
+ * Two kinds of message:
+ * - a plain release announcement (mutex): wakes one local sleeper (no herd inside a process);
+ * - an addressed one, `"<owner> …"` (fair-mutex handoff): goes to the sleeper waiting under that
+ *   owner, or to a mailbox it reads before sleeping, so it is never lost between two attempts.
+ * Every message bumps the channel's generation, so a waiter whose attempt was in flight when a
+ * release came can tell that it must try again rather than sleep.
  */
 import type { SubscriberConnection } from './redis/connection.js';
+
+/** How long an unused subscription is kept. */
+const LINGER_MS = 2_000;
+
+interface Sleeper {
+  readonly owner: string | undefined;
+  readonly wake: (message: string | null) => void;
+}
 
 interface Channel {
   refs: number;
   generation: number;
   ready: Promise<void>;
-  /** Sleepers in arrival order; each is called at most once. */
-  readonly sleepers: Array<() => void>;
+  linger: NodeJS.Timeout | undefined;
+  readonly sleepers: Sleeper[];
+  readonly mailbox: Map<string, string>;
 }
 
 /** A waiter's registration on one channel. */
@@ -21,11 +36,14 @@ export interface Watch {
   /** Messages seen on the channel so far (plus reconnects). */
   readonly generation: number;
   /**
-   * Sleeps until a message wakes this waiter or `ms` pass. Rejects with `signal.reason` on abort.
-   * Resolves `true` when woken by a message, `false` on time-out.
+   * Sleeps until a message wakes this waiter or `ms` pass; rejects with `signal.reason` on abort.
+   * With `owner`, only a message addressed to that owner wakes it (or a reconnect, with `null`).
+   * Resolves with the message, or `null` on time-out or reconnect.
    */
-  sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean>;
-  /** Leaves the channel (unsubscribes when last). Safe to call twice. */
+  sleep(ms: number, signal: AbortSignal, owner?: string): Promise<string | null>;
+  /** Takes (and removes) the message addressed to `owner` that came while it was not sleeping. */
+  take(owner: string): string | undefined;
+  /** Leaves the channel (unsubscribes after a linger when last). Safe to call twice. */
   close(): void;
 }
 
@@ -43,29 +61,46 @@ export class Subscriber {
     return this.#channels.size;
   }
 
+  /** Whether `name` is subscribed (or being subscribed) now. */
+  isSubscribed(name: string): boolean {
+    return this.#channels.has(name);
+  }
+
+  /** Number of channels with at least one watcher. */
+  get activeChannelCount(): number {
+    let n = 0;
+    for (const channel of this.#channels.values()) if (channel.refs > 0) n++;
+    return n;
+  }
+
   #connect(): SubscriberConnection {
     if (this.#connection !== undefined) return this.#connection;
     const connection = this.open();
-    connection.onMessage((channel) => this.#wakeOne(channel));
+    connection.onMessage((channel, message) => this.#deliver(channel, message));
     // After a reconnect the client resubscribes, but messages sent meanwhile are gone: wake everyone.
     let first = true;
     connection.onReady(() => {
       if (first) first = false;
-      else for (const name of this.#channels.keys()) this.#wakeAll(name);
+      else for (const channel of this.#channels.values()) wakeAll(channel);
     });
     connection.onError((error) => this.onError(error));
     this.#connection = connection;
     return connection;
   }
 
-  /** Starts watching `channel`. */
+  /** Starts watching `name`. */
   watch(name: string): Watch {
     const connection = this.#connect();
     let channel = this.#channels.get(name);
     if (channel === undefined) {
       const ready = connection.subscribe(name).then(() => undefined);
-      channel = { refs: 0, generation: 0, ready, sleepers: [] };
+      ready.catch(() => undefined); // a waiter that awaits it sees the error
+      channel = { refs: 0, generation: 0, ready, linger: undefined, sleepers: [], mailbox: new Map() };
       this.#channels.set(name, channel);
+    }
+    if (channel.linger !== undefined) {
+      clearTimeout(channel.linger);
+      channel.linger = undefined;
     }
     channel.refs++;
     const state = channel;
@@ -75,58 +110,77 @@ export class Subscriber {
       get generation() {
         return state.generation;
       },
-      sleep: (ms, signal) => sleep(state, ms, signal),
+      sleep: (ms, signal, owner) => sleep(state, ms, signal, owner),
+      take: (owner) => {
+        const message = state.mailbox.get(owner);
+        state.mailbox.delete(owner);
+        return message;
+      },
       close: () => {
         if (closed) return;
         closed = true;
         if (--state.refs > 0 || this.#channels.get(name) !== state) return;
-        this.#channels.delete(name);
-        connection.unsubscribe(name).catch((error: unknown) => this.onError(error));
+        state.mailbox.clear();
+        state.linger = setTimeout(() => {
+          this.#channels.delete(name);
+          connection.unsubscribe(name).catch((error: unknown) => this.onError(error));
+        }, LINGER_MS);
+        state.linger.unref();
       },
     };
   }
 
-  #wakeOne(name: string): void {
+  #deliver(name: string, message: string): void {
     const channel = this.#channels.get(name);
     if (channel === undefined) return;
     channel.generation++;
-    channel.sleepers.shift()?.();
+    const space = message.indexOf(' ');
+    if (space < 0) {
+      // A release announcement: one sleeper that waits for any release.
+      channel.sleepers.find((s) => s.owner === undefined)?.wake(message);
+      return;
+    }
+    const owner = message.slice(0, space);
+    const sleeper = channel.sleepers.find((s) => s.owner === owner);
+    if (sleeper !== undefined) sleeper.wake(message);
+    else if (channel.refs > 0) channel.mailbox.set(owner, message);
   }
 
-  #wakeAll(name: string): void {
-    const channel = this.#channels.get(name);
-    if (channel === undefined) return;
-    channel.generation++;
-    for (const wake of channel.sleepers.splice(0)) wake();
-  }
-
-  /** Closes the connection. Watches still open see no more messages. */
+  /** Closes the connection. Sleepers are woken; watches still open see no more messages. */
   async close(): Promise<void> {
     const connection = this.#connection;
     this.#connection = undefined;
-    for (const channel of this.#channels.values()) for (const wake of channel.sleepers.splice(0)) wake();
+    for (const channel of this.#channels.values()) {
+      if (channel.linger !== undefined) clearTimeout(channel.linger);
+      wakeAll(channel);
+    }
     this.#channels.clear();
     if (connection !== undefined) await connection.close();
   }
 }
 
-function sleep(channel: Channel, ms: number, signal: AbortSignal | undefined): Promise<boolean> {
-  return new Promise<boolean>((resolve, reject) => {
-    if (signal?.aborted) {
+function wakeAll(channel: Channel): void {
+  channel.generation++;
+  for (const sleeper of [...channel.sleepers]) sleeper.wake(null);
+}
+
+function sleep(channel: Channel, ms: number, signal: AbortSignal, owner: string | undefined): Promise<string | null> {
+  return new Promise<string | null>((resolve, reject) => {
+    if (signal.aborted) {
       reject(signal.reason);
       return;
     }
     const finish = (outcome: () => void): void => {
       clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      const index = channel.sleepers.indexOf(wake);
+      signal.removeEventListener('abort', onAbort);
+      const index = channel.sleepers.indexOf(sleeper);
       if (index >= 0) channel.sleepers.splice(index, 1);
       outcome();
     };
-    const wake = (): void => finish(() => resolve(true));
-    const onAbort = (): void => finish(() => reject(signal?.reason));
-    const timer = setTimeout(() => finish(() => resolve(false)), Math.max(0, ms));
-    channel.sleepers.push(wake);
-    signal?.addEventListener('abort', onAbort, { once: true });
+    const sleeper: Sleeper = { owner, wake: (message) => finish(() => resolve(message)) };
+    const onAbort = (): void => finish(() => reject(signal.reason));
+    const timer = setTimeout(() => finish(() => resolve(null)), Math.max(0, ms));
+    channel.sleepers.push(sleeper);
+    signal.addEventListener('abort', onAbort, { once: true });
   });
 }

@@ -2,7 +2,7 @@ import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { lockKeys } from '../src/keys.js';
-import { commandCalls, connect, delay, padlockOn, startServer } from './harness/redis.js';
+import { commandCalls, connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
 
 let server: RedisServer;
 before(async () => {
@@ -93,9 +93,11 @@ describe('waiting without polling (mutex)', () => {
     assert.equal(b.runtime.subscriber.channelCount, 1, 'one subscription shared by two waiters');
     assert.deepEqual(await admin.pubsub('NUMSUB', lockKeys('padlock', 'wake:unsub').released), [lockKeys('padlock', 'wake:unsub').released, 1]);
     await w1;
-    assert.equal(b.runtime.subscriber.channelCount, 1);
+    assert.equal(b.runtime.subscriber.activeChannelCount, 1);
     await holder.release();
     await (await w2).release();
-    assert.equal(b.runtime.subscriber.channelCount, 0);
+    assert.equal(b.runtime.subscriber.activeChannelCount, 0);
+    assert.ok(await eventually(() => b.runtime.subscriber.channelCount === 0, 5_000), 'unsubscribed after lingering');
+    assert.deepEqual(await admin.pubsub('NUMSUB', lockKeys('padlock', 'wake:unsub').released), [lockKeys('padlock', 'wake:unsub').released, 0]);
   });
 });

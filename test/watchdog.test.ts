@@ -30,16 +30,17 @@ describe('watchdog', () => {
   });
 
   it('renews 10 000 leases in a handful of calls per tick, not 10 000', async () => {
-    const padlock = padlockOn(server, { leaseMs: 3_000 });
+    // A long lease: taking 10 000 locks can take seconds on a busy machine.
+    const padlock = padlockOn(server, { leaseMs: 12_000 });
     const admin = connect(server);
     const leases = await Promise.all(Array.from({ length: 10_000 }, (_, i) => padlock.mutex(`wd:many:${i}`).acquire()));
     let renewals = 0;
     padlock.on('extended', () => renewals++);
     const before = await commandCalls(admin, 'evalsha');
-    await eventually(() => renewals >= 20_000, 8_000);
+    await eventually(() => renewals >= 10_000, 20_000);
     const calls = (await commandCalls(admin, 'evalsha')) - before;
-    assert.ok(renewals >= 20_000, `two rounds of renewals happened (${renewals})`);
-    assert.ok(calls <= 12, `${calls} script calls renewed ${renewals} holds`);
+    assert.ok(renewals >= 10_000, `a round of renewals happened (${renewals})`);
+    assert.ok(calls <= 6, `${calls} script calls renewed ${renewals} holds`);
     assert.ok(leases.every((l) => l.isHeld));
     await padlock.close();
   });

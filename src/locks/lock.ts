@@ -4,13 +4,15 @@
  * release one hold, and how to wait for its turn.
  */
 import { monotonicNow } from '../clock.js';
+import { TOMBSTONE_MS } from '../runtime.js';
+import { forceReleaseScript, inspectScript, releaseScript } from '../scripts/index.js';
+import { newOwnerToken, newRequestId } from '../tokens.js';
 import { LockNotHeldError, LockTimeoutError, PadlockOptionError } from '../errors.js';
 import { Hold, type HoldOwnerOps } from '../hold.js';
 import type { LockKeys } from '../keys.js';
 import { Lease } from '../lease.js';
 import { checkName, resolveAcquireOptions, type AcquireOptions, type ResolvedAcquireOptions } from '../options.js';
 import type { Runtime } from '../runtime.js';
-import { newOwnerToken } from '../tokens.js';
 import { WaitScope } from '../wait-scope.js';
 
 /** A hold the server granted. */
@@ -61,9 +63,6 @@ export abstract class Lock implements Lockable, HoldOwnerOps {
   /** Waits for a fresh hold for `owner` within `scope` (which bounds every step and aborts it). */
   protected abstract obtain(owner: string, options: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant>;
 
-  /** Releases `count` holds; resolves with the holds the owner has left. Rejects `LockNotHeldError`. */
-  abstract release(hold: Hold, count: number): Promise<number>;
-
   acquire(options?: AcquireOptions): Promise<Lease> {
     return this.#acquire(options, Infinity);
   }
@@ -95,8 +94,31 @@ export abstract class Lock implements Lockable, HoldOwnerOps {
     return result;
   }
 
-  abstract isLocked(): Promise<boolean>;
-  abstract forceRelease(): Promise<boolean>;
+  /** Releases `count` holds; resolves with the holds the owner has left. Rejects `LockNotHeldError`. */
+  async release(hold: Hold, count: number): Promise<number> {
+    const reply = await this.runtime.runner.run(
+      releaseScript,
+      [this.keys.lock, this.keys.fence, this.keys.queue, this.keys.waiters],
+      [hold.owner, count, newRequestId(), this.keys.released, TOMBSTONE_MS],
+      this.name,
+    );
+    if (reply.status === 'not-held') throw new LockNotHeldError(this.name, hold.owner, 'release');
+    return reply.remaining;
+  }
+
+  async isLocked(): Promise<boolean> {
+    const state = await this.runtime.runner.run(inspectScript, [this.keys.lock], [], this.name);
+    return state.fence > 0;
+  }
+
+  async forceRelease(): Promise<boolean> {
+    return this.runtime.runner.run(
+      forceReleaseScript,
+      [this.keys.lock, this.keys.fence, this.keys.queue, this.keys.waiters],
+      [this.keys.released, TOMBSTONE_MS],
+      this.name,
+    );
+  }
 
   async #acquire(options: AcquireOptions | undefined, defaultWaitMs: number): Promise<Lease> {
     const opts = resolveAcquireOptions(options, { waitMs: defaultWaitMs, leaseMs: this.runtime.leaseMs });

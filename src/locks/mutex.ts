@@ -4,11 +4,8 @@
  * remaining lease for a holder that died without publishing anything.
  */
 import { monotonicNow } from '../clock.js';
-import { LockNotHeldError } from '../errors.js';
-import type { Hold } from '../hold.js';
 import { MAX_MS, type ResolvedAcquireOptions } from '../options.js';
-import { TOMBSTONE_MS } from '../runtime.js';
-import { acquireScript, forceReleaseScript, inspectScript, releaseScript, type AcquireReply } from '../scripts/index.js';
+import { acquireScript, type AcquireReply } from '../scripts/index.js';
 import type { Watch } from '../subscriber.js';
 import { newRequestId } from '../tokens.js';
 import type { WaitScope } from '../wait-scope.js';
@@ -60,25 +57,5 @@ export class Mutex extends Lock {
     } finally {
       watch?.close();
     }
-  }
-
-  async release(hold: Hold, count: number): Promise<number> {
-    const reply = await this.runtime.runner.run(
-      releaseScript,
-      [this.keys.lock],
-      [hold.owner, count, newRequestId(), this.keys.released, TOMBSTONE_MS],
-      this.name,
-    );
-    if (reply.status === 'not-held') throw new LockNotHeldError(this.name, hold.owner, 'release');
-    return reply.remaining;
-  }
-
-  async isLocked(): Promise<boolean> {
-    const state = await this.runtime.runner.run(inspectScript, [this.keys.lock], [], this.name);
-    return state.fence > 0;
-  }
-
-  async forceRelease(): Promise<boolean> {
-    return this.runtime.runner.run(forceReleaseScript, [this.keys.lock], [this.keys.released], this.name);
   }
 }

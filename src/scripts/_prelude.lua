@@ -21,3 +21,45 @@ local function lengthen(key, ms)
   end
   return pttl
 end
+
+-- Milliseconds on the Redis server's clock (never a client's).
+local function server_now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Fair mutex: hands a free lock to the first live waiter of the queue, skipping (and forgetting)
+-- waiters whose heartbeat ran out. A waiter entry is "expiry:leaseMs:clientId" (server ms).
+-- Publishes "owner fence leaseMs" on the waiter's client channel. Returns the new owner or false.
+local function hand_off(lock, fence_key, queue, waiters, channel)
+  local now = server_now()
+  while true do
+    local head = redis.call('LPOP', queue)
+    if not head then
+      return false
+    end
+    local entry = redis.call('HGET', waiters, head)
+    redis.call('HDEL', waiters, head)
+    if entry then
+      local expiry, lease, client = string.match(entry, '^(%d+):(%d+):(.+)$')
+      if tonumber(expiry) >= now then
+        local fence = redis.call('INCR', fence_key)
+        redis.call('HSET', lock, head, 1, ':fence', fence)
+        redis.call('PEXPIRE', lock, lease)
+        redis.call('PUBLISH', channel .. ':' .. client, head .. ' ' .. fence .. ' ' .. lease)
+        return head
+      end
+    end
+  end
+end
+
+-- Frees a lock whose last hold is gone: hands it to the queue head when there is one, otherwise
+-- leaves a tombstone (the request log) and announces the release.
+local function free_lock(lock, fence_key, queue, waiters, channel, tombstone)
+  redis.call('HDEL', lock, ':fence')
+  if queue and hand_off(lock, fence_key, queue, waiters, channel) then
+    return
+  end
+  redis.call('PEXPIRE', lock, tombstone)
+  redis.call('PUBLISH', channel, 'released')
+end

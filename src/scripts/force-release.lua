@@ -1,12 +1,13 @@
 --[[
-  Delete a lock whoever holds it (operators), and wake its waiters.
-  KEYS[1] lock hash
-  ARGV[1] release channel
+  Delete a lock whoever holds it (operators), and wake its waiters: a fair mutex's queue head is
+  handed the lock, a mutex's waiters hear the release.
+  KEYS[1] lock hash   KEYS[2] fence counter   KEYS[3] queue list   KEYS[4] waiters hash
+  ARGV[1] release channel  ARGV[2] tombstone ms
   Returns 1 when the lock was held, 0 when it was free. The fence counter is kept.
 ]]
 local held = redis.call('HEXISTS', KEYS[1], ':fence')
 redis.call('DEL', KEYS[1])
 if held == 1 then
-  redis.call('PUBLISH', ARGV[1], 'released')
+  free_lock(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2])
 end
 return held

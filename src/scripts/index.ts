@@ -79,3 +79,30 @@ export const inspectScript = defineScript('inspect.lua', luaSources.inspect, (re
   }
   return { fence: fence as number, pttl: pttl as number, holders };
 });
+
+/** Outcome of a fair-mutex attempt. */
+export type FairAcquireReply =
+  | { readonly status: 'acquired'; readonly fence: number; readonly holdCount: number; readonly pttl: number }
+  | { readonly status: 'waiting'; readonly pttl: number; readonly position: number }
+  | { readonly status: 'not-held' };
+
+/** Acquire, queue for, or re-enter a fair mutex; see fair-acquire.lua. */
+export const fairAcquireScript = defineScript('fair-acquire.lua', luaSources.fairAcquire, (reply): FairAcquireReply => {
+  const r = integers('fair-acquire.lua', reply);
+  switch (r[0]) {
+    case 1:
+      return { status: 'acquired', fence: at(r, 1, 'fair-acquire.lua'), holdCount: at(r, 2, 'fair-acquire.lua'), pttl: at(r, 3, 'fair-acquire.lua') };
+    case 0:
+      return { status: 'waiting', pttl: at(r, 1, 'fair-acquire.lua'), position: at(r, 2, 'fair-acquire.lua') };
+    case -1:
+      return { status: 'not-held' };
+    default:
+      return fail('fair-acquire.lua', reply);
+  }
+});
+
+/** A fair-mutex waiter leaves the queue; see fair-leave.lua. True when a lock handed to it was passed on. */
+export const fairLeaveScript = defineScript('fair-leave.lua', luaSources.fairLeave, (reply): boolean => {
+  if (reply !== 0 && reply !== 1) fail('fair-leave.lua', reply);
+  return reply === 1;
+});

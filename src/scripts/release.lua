@@ -1,9 +1,10 @@
 --[[
-  Release holds of a reentrant mutex; the last one frees the lock and announces it.
-  KEYS[1] lock hash
+  Release holds of a mutex or fair mutex; the last one frees the lock: a fair mutex hands it to
+  the first live waiter of its queue (direct handoff), otherwise the release is announced.
+  KEYS[1] lock hash   KEYS[2] fence counter   KEYS[3] queue list (fair)   KEYS[4] waiters hash (fair)
   ARGV[1] owner token  ARGV[2] holds to release (>= 1)  ARGV[3] request id
   ARGV[4] release channel  ARGV[5] tombstone ms
-  Returns {1, remaining holds} (0: the lock is free now); {0} when ARGV[1] holds nothing.
+  Returns {1, remaining holds} (0: the owner holds nothing now); {0} when ARGV[1] held nothing.
   A freed lock keeps only its ':log' for ARGV[5] ms, so a resent release is still recognised.
 ]]
 local lock, owner, req = KEYS[1], ARGV[1], ARGV[3]
@@ -20,7 +21,6 @@ if count > 0 then
   redis.call('HSET', lock, owner, count)
   return {1, count}
 end
-redis.call('HDEL', lock, owner, ':fence')
-redis.call('PEXPIRE', lock, ARGV[5])
-redis.call('PUBLISH', ARGV[4], 'released')
+redis.call('HDEL', lock, owner)
+free_lock(lock, KEYS[2], KEYS[3], KEYS[4], ARGV[4], ARGV[5])
 return {1, 0}
