@@ -1,0 +1,236 @@
+import { describe, it, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { Lease, LockNotHeldError, LockTimeoutError, PadlockClosedError } from '../src/index.js';
+import type { RedisServer } from '../src/devserver/redis-server.js';
+import { acquireScript, fairAcquireScript, releaseScript } from '../src/scripts/index.js';
+import { lockKeys } from '../src/keys.js';
+import { activeResources, connect, delay, padlockOn, startServer } from './harness/redis.js';
+
+let server: RedisServer;
+before(async () => {
+  server = await startServer();
+});
+
+// One suite, run against every lock kind.
+for (const kind of ['mutex', 'fairMutex'] as const) {
+  describe(`${kind}: exclusion and fencing`, () => {
+    it('excludes a second owner and grants the lock after release', async () => {
+      const a = padlockOn(server);
+      const b = padlockOn(server);
+      const first = await a[kind]('ex:1').acquire();
+      assert.equal(await b[kind]('ex:1').tryAcquire(), null);
+      assert.equal(await a[kind]('ex:1').tryAcquire(), null, 'an unrelated acquisition in the same process is another owner');
+      await first.release();
+      const second = await b[kind]('ex:1').tryAcquire();
+      assert.ok(second);
+      assert.ok(second.fence > first.fence);
+      await second.release();
+    });
+
+    it('returns strictly increasing fences, also after a force-release', async () => {
+      const p = padlockOn(server);
+      const lock = p[kind]('ex:fence');
+      const fences: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const lease = await lock.acquire();
+        fences.push(lease.fence);
+        if (i % 2 === 0) await lease.release();
+        else assert.equal(await lock.forceRelease(), true);
+      }
+      for (let i = 1; i < fences.length; i++) assert.ok(fences[i]! > fences[i - 1]!, `fences ${fences.join(',')}`);
+    });
+
+    it('isLocked and forceRelease report the state', async () => {
+      const p = padlockOn(server);
+      const lock = p[kind]('ex:state');
+      assert.equal(await lock.isLocked(), false);
+      assert.equal(await lock.forceRelease(), false);
+      const lease = await lock.acquire();
+      assert.equal(await lock.isLocked(), true);
+      await lease.release();
+      assert.equal(await lock.isLocked(), false);
+    });
+
+    it('concurrent acquirers in one process are serialised (no two inside at once)', async () => {
+      const p = padlockOn(server);
+      let inside = 0;
+      let maxInside = 0;
+      let done = 0;
+      await Promise.all(
+        Array.from({ length: 20 }, () =>
+          p[kind]('ex:concurrent').withLock(async () => {
+            inside++;
+            maxInside = Math.max(maxInside, inside);
+            await delay(2);
+            inside--;
+            done++;
+          }),
+        ),
+      );
+      assert.equal(maxInside, 1);
+      assert.equal(done, 20);
+    });
+  });
+
+  describe(`${kind}: reentrancy`, () => {
+    it('re-enters inside withLock: same owner, same fence, hold count + 1', async () => {
+      const p = padlockOn(server);
+      const lock = p[kind]('re:ctx');
+      await lock.withLock(async (outer) => {
+        const inner = await lock.acquire({ waitMs: 0 });
+        assert.equal(inner.owner, outer.owner);
+        assert.equal(inner.fence, outer.fence);
+        assert.equal(inner.holdCount, 2);
+        const nested = await p[kind]('re:ctx').withLock((l) => l.holdCount, { waitMs: 0 });
+        assert.equal(nested, 3);
+        await inner.release();
+        assert.equal(await lock.isLocked(), true, 'the key stays while holds remain');
+      });
+      assert.equal(await lock.isLocked(), false, 'the key goes when the count reaches zero');
+    });
+
+    it('re-enters by owner token from a second Padlock (an RPC hop)', async () => {
+      const a = padlockOn(server);
+      const b = padlockOn(server);
+      const outer = await a[kind]('re:rpc').acquire();
+      const inner = await b[kind]('re:rpc').acquire({ owner: outer.owner, waitMs: 0 });
+      assert.equal(inner.fence, outer.fence);
+      assert.equal(inner.holdCount, 2);
+      await outer.release();
+      assert.equal(await a[kind]('re:rpc').isLocked(), true);
+      await inner.release();
+      assert.equal(await a[kind]('re:rpc').isLocked(), false);
+    });
+
+    it('refuses to re-enter for an owner that holds nothing', async () => {
+      const p = padlockOn(server);
+      await assert.rejects(p[kind]('re:none').acquire({ owner: 'f'.repeat(32) }), LockNotHeldError);
+      assert.equal(await p[kind]('re:none').isLocked(), false);
+    });
+
+    it('a re-entry never shortens the lease', async () => {
+      const p = padlockOn(server);
+      const admin = connect(server);
+      const keys = lockKeys('padlock', 're:lease');
+      const outer = await p[kind]('re:lease').acquire({ leaseMs: 60_000 });
+      const inner = await p[kind]('re:lease').acquire({ owner: outer.owner, leaseMs: 1_000 });
+      assert.ok((await admin.pttl(keys.lock)) > 50_000);
+      const longer = await p[kind]('re:lease').acquire({ owner: outer.owner, leaseMs: 120_000 });
+      assert.ok((await admin.pttl(keys.lock)) > 100_000, 'a longer re-entry lengthens it');
+      await longer.release();
+      await inner.release();
+      await outer.release();
+    });
+  });
+
+  describe(`${kind}: ownership and idempotence`, () => {
+    it('release by a non-owner or after expiry rejects with LockNotHeldError and changes nothing', async () => {
+      const p = padlockOn(server);
+      const lease = await p[kind]('own:expire').acquire({ leaseMs: 50 });
+      await delay(120);
+      const other = await p[kind]('own:expire').acquire({ waitMs: 0 });
+      await assert.rejects(lease.release(), LockNotHeldError);
+      assert.equal(other.isHeld, true);
+      assert.equal(await p[kind]('own:expire').isLocked(), true, 'the new holder keeps the lock');
+      await assert.rejects(lease.extend(), LockNotHeldError);
+      await other.release();
+    });
+
+    it('releasing the same lease twice is a no-op', async () => {
+      const p = padlockOn(server);
+      const lock = p[kind]('own:twice');
+      const outer = await lock.acquire();
+      const inner = await lock.acquire({ owner: outer.owner });
+      await inner.release();
+      await inner.release();
+      await inner[Symbol.asyncDispose]();
+      assert.equal(await lock.isLocked(), true, 'the second release did not take the outer hold');
+      await outer.release();
+      assert.equal(outer.isHeld, false);
+    });
+
+    it('a resent acquire or release script does not change the count twice', async () => {
+      const admin = connect(server);
+      const keys = lockKeys('padlock', `own:resend:${kind}`);
+      const all = [keys.lock, keys.fence, keys.queue, keys.waiters];
+      const owner = 'a'.repeat(32);
+      const call = (script: { sha: string; source: string }, keys: string[], args: (string | number)[]) =>
+        admin.eval(script.source, keys.length, ...keys, ...args);
+      // The kind's own acquire script, fresh (first) or re-entering.
+      const acquire = (req: string, reenter: boolean) =>
+        kind === 'mutex'
+          ? call(acquireScript, [keys.lock, keys.fence], [owner, 10_000, req, reenter ? '1' : '0'])
+          : call(fairAcquireScript, all, [owner, 10_000, req, reenter ? 'reenter' : 'queue', 'client', 3_000]);
+      const release = (req: string) => call(releaseScript, all, [owner, 1, req, keys.released, 10_000]);
+      assert.deepEqual(await acquire('req-acquire1', false), [1, 1, 1, 10_000]);
+      // The same request again, as ioredis would resend it after a reconnect.
+      const again = (await acquire('req-acquire1', false)) as number[];
+      assert.equal(again[2], 1, 'still one hold');
+      assert.equal(await admin.hget(keys.lock, owner), '1');
+      await acquire('req-acquire2', true);
+      await acquire('req-acquire2', true);
+      assert.equal(await admin.hget(keys.lock, owner), '2', 'a resent re-entry counted once');
+      await release('req-release1');
+      await release('req-release1');
+      assert.equal(await admin.hget(keys.lock, owner), '1', 'a resent release took one hold, not two');
+      assert.deepEqual(await release('req-release2'), [1, 0]);
+      assert.deepEqual(await release('req-release2'), [1, 0], 'a resent final release still succeeds');
+      assert.deepEqual(await release('req-release3'), [0], 'a new release finds nothing');
+    });
+  });
+
+  describe(`${kind}: waiting, aborting, closing`, () => {
+    it('acquire waits for a release and times out with LockTimeoutError', async () => {
+      const p = padlockOn(server);
+      const lease = await p[kind]('wait:1').acquire();
+      await assert.rejects(p[kind]('wait:1').acquire({ waitMs: 50 }), (e: unknown) => e instanceof LockTimeoutError && e.waitedMs >= 45);
+      const waiting = p[kind]('wait:1').acquire({ waitMs: 5_000 });
+      await delay(20);
+      await lease.release();
+      const next = await waiting;
+      assert.ok(next.fence > lease.fence);
+      await next.release();
+    });
+
+    it('an aborted wait rejects with signal.reason and leaves nothing behind', async () => {
+      const p = padlockOn(server);
+      const admin = connect(server);
+      const holder = await p[kind]('wait:abort').acquire();
+      const controller = new AbortController();
+      const waiting = p[kind]('wait:abort').acquire({ signal: controller.signal });
+      await delay(20);
+      const reason = new Error('caller gave up');
+      controller.abort(reason);
+      await assert.rejects(waiting, (e) => e === reason);
+      assert.deepEqual(Object.keys(await admin.hgetall(lockKeys('padlock', 'wait:abort').lock)).filter((f) => !f.startsWith(':')), [holder.owner]);
+      assert.equal(p.runtime.subscriber.activeChannelCount, 0, 'the waiter left its channel');
+      await holder.release();
+      await assert.rejects(p[kind]('wait:abort').acquire({ signal: AbortSignal.abort(reason) }), (e) => e === reason);
+    });
+
+    it('close() releases held locks, rejects pending waits and leaves no timer or socket', async () => {
+      const before = activeResources();
+      const p = padlockOn(server);
+      const other = padlockOn(server);
+      const held: Lease = await p[kind]('close:1').acquire();
+      const pending = p[kind]('close:2').acquire().catch((error: unknown) => error);
+      const blocker = await other[kind]('close:3').acquire();
+      const waiting = p[kind]('close:3').acquire().catch((error: unknown) => error);
+      await delay(20);
+      await p.close();
+      assert.ok((await waiting) instanceof PadlockClosedError);
+      await assert.rejects(p[kind]('close:4').acquire(), PadlockClosedError);
+      assert.equal(held.isHeld, false);
+      assert.equal(await other[kind]('close:1').isLocked(), false, 'close released the held lock');
+      const late = await pending;
+      if (late instanceof Lease) assert.equal(late.isHeld, false, 'a lease granted before close() was released by it');
+      else assert.ok(late instanceof PadlockClosedError, 'a call still in flight at close() rejects');
+      assert.equal(await other[kind]('close:2').isLocked(), false);
+      await blocker.release();
+      await other.close();
+      await delay(50);
+      const after = activeResources();
+      assert.ok((after.get('Timeout') ?? 0) <= (before.get('Timeout') ?? 0), `timers left: ${JSON.stringify([...after])}`);
+    });
+  });
+}
