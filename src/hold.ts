@@ -25,6 +25,8 @@ export class Hold {
   deadline: number;
   /** Monotonic time at which the watchdog should renew next. */
   nextRenewAt: number;
+  /** Renew once soon even without `autoExtend` (a handoff granted a lease shorter than asked). */
+  lengthenSoon = false;
   /** A renewal is on its way. */
   renewing = false;
   state: HoldState = 'held';
@@ -63,6 +65,12 @@ export class Hold {
   renewed(sentAt: number, pttl: number): void {
     this.deadline = Math.max(this.deadline, sentAt + pttl - driftMs(this.leaseMs));
     this.nextRenewAt = sentAt + this.leaseMs / 3;
+    this.lengthenSoon = false;
+  }
+
+  /** Whether the watchdog should renew this hold. */
+  get renews(): boolean {
+    return this.autoExtend || this.lengthenSoon;
   }
 
   /** Wall-clock estimate of the end of the lease (conservative). */

@@ -59,7 +59,7 @@ export class Watchdog {
   }
 
   #wakeTime(hold: Hold): number {
-    return hold.autoExtend && !hold.renewing ? Math.min(hold.nextRenewAt, hold.deadline) : hold.deadline;
+    return hold.renews && !hold.renewing ? Math.min(hold.nextRenewAt, hold.deadline) : hold.deadline;
   }
 
   #clearTimer(): void {
@@ -90,7 +90,7 @@ export class Watchdog {
         continue;
       }
       // Renew what is due now and what would be due within half an interval, so one call serves many.
-      if (hold.autoExtend && !hold.renewing && hold.nextRenewAt - hold.leaseMs / 6 <= now) {
+      if (hold.renews && !hold.renewing && hold.nextRenewAt - hold.leaseMs / 6 <= now) {
         const group = this.host.groupOf(hold);
         const list = due.get(group);
         if (list === undefined) due.set(group, [hold]);

@@ -10,6 +10,7 @@
 export const PHASES = [
   { lock: 'none', label: 'no lock' },
   { lock: 'mutex', label: 'mutex' },
+  { lock: 'fairMutex', label: 'fairMutex' },
 ] as const satisfies readonly { lock: string; label: string }[];
 
 /** How a phase guards the read-check-write: `'none'`, or the name of a `Padlock` lock factory. */

@@ -97,16 +97,17 @@ export class FairMutex extends Lock {
 }
 
 /**
- * Reads a handoff message, `"<owner> <fence> <leaseMs>"`. The lease began after the waiter's last
+ * Reads a handoff message, `"<owner> <fence> <pttl>"`. The lease began after the waiter's last
  * queue call was sent (the handoff can only follow it), so that call's send time bounds it safely.
- * A lease that would already be nearly over by that bound is confirmed by another attempt instead.
+ * A lease that would already be nearly over by that bound is confirmed by another attempt instead
+ * (which also claims it), so `null` here means "ask Redis".
  */
 function handoffGrant(message: string, lastSentAt: number): Grant | null {
-  const [, fenceText, leaseText] = message.split(' ');
+  const [, fenceText, pttlText] = message.split(' ');
   const fence = Number(fenceText);
-  const leaseMs = Number(leaseText);
-  if (!Number.isInteger(fence) || !Number.isInteger(leaseMs)) return null;
-  const remaining = lastSentAt + leaseMs - driftMs(leaseMs) - monotonicNow();
-  if (remaining < leaseMs / 2) return null;
-  return { fence, holdCount: 1, pttl: leaseMs, sentAt: lastSentAt };
+  const pttl = Number(pttlText);
+  if (!Number.isInteger(fence) || !Number.isInteger(pttl)) return null;
+  const remaining = lastSentAt + pttl - driftMs(pttl) - monotonicNow();
+  if (remaining < pttl / 2) return null;
+  return { fence, holdCount: 1, pttl, sentAt: lastSentAt };
 }

@@ -29,8 +29,10 @@ local function server_now()
 end
 
 -- Fair mutex: hands a free lock to the first live waiter of the queue, skipping (and forgetting)
--- waiters whose heartbeat ran out. A waiter entry is "expiry:leaseMs:clientId" (server ms).
--- Publishes "owner fence leaseMs" on the waiter's client channel. Returns the new owner or false.
+-- waiters whose heartbeat ran out. A waiter entry is "expiry:leaseMs:allowanceMs:clientId" (server
+-- ms). The first lease is capped at the waiter's heartbeat allowance, so a waiter that died just
+-- before its turn blocks the queue no longer than that; the live one lengthens it at once.
+-- Publishes "owner fence pttl" on the waiter's client channel. Returns the new owner or false.
 local function hand_off(lock, fence_key, queue, waiters, channel)
   local now = server_now()
   while true do
@@ -41,12 +43,13 @@ local function hand_off(lock, fence_key, queue, waiters, channel)
     local entry = redis.call('HGET', waiters, head)
     redis.call('HDEL', waiters, head)
     if entry then
-      local expiry, lease, client = string.match(entry, '^(%d+):(%d+):(.+)$')
+      local expiry, lease, allowance, client = string.match(entry, '^(%d+):(%d+):(%d+):(.+)$')
       if tonumber(expiry) >= now then
         local fence = redis.call('INCR', fence_key)
+        local pttl = math.min(tonumber(lease), tonumber(allowance))
         redis.call('HSET', lock, head, 1, ':fence', fence)
-        redis.call('PEXPIRE', lock, lease)
-        redis.call('PUBLISH', channel .. ':' .. client, head .. ' ' .. fence .. ' ' .. lease)
+        redis.call('PEXPIRE', lock, pttl)
+        redis.call('PUBLISH', channel .. ':' .. client, head .. ' ' .. fence .. ' ' .. pttl)
         return head
       end
     end

@@ -6,15 +6,19 @@
           or refresh this waiter's heartbeat), 'reenter' (count + 1 for an owner that holds it)
   ARGV[5] client id (its channel gets the handoff)  ARGV[6] heartbeat allowance ms
   Returns {1, fence, holdCount, pttl} when ARGV[1] holds the lock (a waiter that was handed the
-          lock claims it here unchanged); {0, pttl, position} when it must wait (position 0 when
+          lock claims it here, lengthened to its lease); {0, pttl, position} when it must wait (position 0 when
           not queued); {-1} for 'reenter' when ARGV[1] holds nothing.
 ]]
 local lock, fence_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, req, mode = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local count = tonumber(redis.call('HGET', lock, owner) or 0)
 if count > 0 then
-  if mode ~= 'reenter' or seen(lock, req) then
+  if seen(lock, req) then
     return {1, tonumber(redis.call('HGET', lock, ':fence')), count, redis.call('PTTL', lock)}
+  end
+  if mode ~= 'reenter' then
+    -- A waiter claiming a handoff whose message it missed: the lock is already its own.
+    return {1, tonumber(redis.call('HGET', lock, ':fence')), count, lengthen(lock, lease)}
   end
   count = redis.call('HINCRBY', lock, owner, 1)
   remember(lock, req)
@@ -53,7 +57,7 @@ if mode == 'try' then
   return {0, redis.call('PTTL', lock), 0}
 end
 local allowance = tonumber(ARGV[6])
-if redis.call('HSET', waiters, owner, (now + allowance) .. ':' .. lease .. ':' .. ARGV[5]) == 1 then
+if redis.call('HSET', waiters, owner, (now + allowance) .. ':' .. lease .. ':' .. allowance .. ':' .. ARGV[5]) == 1 then
   redis.call('RPUSH', queue, owner)
 end
 -- The queue's keys outlive their last live waiter by one allowance at most.

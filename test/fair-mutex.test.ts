@@ -1,0 +1,136 @@
+import { describe, it, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { RedisServer } from '../src/devserver/redis-server.js';
+import { lockKeys } from '../src/keys.js';
+import { fairAcquireScript, fairLeaveScript } from '../src/scripts/index.js';
+import { commandCalls, connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
+
+const fixture = (name: string): string => fileURLToPath(new URL(`./fixtures/${name}.js`, import.meta.url));
+
+let server: RedisServer;
+before(async () => {
+  server = await startServer();
+});
+
+describe('fairMutex', () => {
+  it('serves waiters from several processes in arrival order', async () => {
+    const admin = connect(server);
+    const keys = lockKeys('padlock', 'fair:fifo');
+    const holder = await padlockOn(server).fairMutex('fair:fifo').acquire();
+    const workers = [];
+    for (let i = 0; i < 5; i++) {
+      const worker = fork(fixture('fair-waiter'), [server.url, 'fair:fifo', '30000', String(i), 'fair:fifo:order']);
+      workers.push(new Promise((resolve) => worker.once('exit', resolve)));
+      // Let each one join the queue before the next starts, so arrival order is known.
+      assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === i + 1, 10_000), `worker ${i} queued`);
+    }
+    await holder.release();
+    await Promise.all(workers);
+    assert.deepEqual(await admin.lrange('fair:fifo:order', 0, -1), ['0', '1', '2', '3', '4']);
+  });
+
+  it('hands the lock over in the release itself: one call to wait, one to release, nothing else', async () => {
+    const admin = connect(server);
+    const a = padlockOn(server);
+    const b = padlockOn(server, { leaseMs: 2_000 }); // within the heartbeat allowance: no lengthening call
+    const holder = await a.fairMutex('fair:handoff').acquire();
+    const waiting = b.fairMutex('fair:handoff').acquire();
+    assert.ok(await eventually(async () => (await admin.llen(lockKeys('padlock', 'fair:handoff').queue)) === 1));
+    const before = await commandCalls(admin, 'evalsha');
+    await holder.release();
+    const lease = await waiting;
+    assert.equal(await commandCalls(admin, 'evalsha'), before + 1, 'only the release script ran: the waiter was told, not woken to retry');
+    assert.ok(lease.fence > holder.fence);
+    await lease.release();
+  });
+
+  it('keeps a slow but live waiter\'s place however long it waits', async () => {
+    const admin = connect(server);
+    const padlock = padlockOn(server, { leaseMs: 150 }); // heartbeat every 50 ms, allowance 150 ms
+    const holder = await padlock.fairMutex('fair:patient').acquire();
+    const order: string[] = [];
+    const first = padlock.fairMutex('fair:patient').acquire().then(async (l) => (order.push('first'), l.release()));
+    assert.ok(await eventually(async () => (await admin.llen(lockKeys('padlock', 'fair:patient').queue)) === 1));
+    const second = padlock.fairMutex('fair:patient').acquire().then(async (l) => (order.push('second'), l.release()));
+    await delay(1_200); // eight allowances
+    await holder.release();
+    await Promise.all([first, second]);
+    assert.deepEqual(order, ['first', 'second']);
+  });
+
+  it('skips a waiter killed while queued once its heartbeat allowance runs out', async () => {
+    const admin = connect(server);
+    const keys = lockKeys('padlock', 'fair:dead');
+    const holder = await padlockOn(server, { leaseMs: 60_000 }).fairMutex('fair:dead').acquire();
+    const doomed = fork(fixture('fair-waiter'), [server.url, 'fair:dead', '300', 'doomed', 'fair:dead:order']); // allowance 300 ms
+    assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 1, 10_000));
+    const live = padlockOn(server).fairMutex('fair:dead').acquire({ waitMs: 20_000 });
+    assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 2));
+    doomed.kill('SIGKILL');
+    await new Promise((resolve) => doomed.once('exit', resolve));
+    await holder.release(); // may hand the lock to the dead waiter, capped at its allowance
+    const lease = await live;
+    assert.equal(await admin.llen('fair:dead:order'), 0, 'the dead waiter never ran');
+    await lease.release();
+    assert.equal(await admin.exists(keys.queue, keys.waiters), 0, 'nothing left in the queue');
+  });
+
+  it('leaves no queue entry behind after a timeout or an abort', async () => {
+    const admin = connect(server);
+    const keys = lockKeys('padlock', 'fair:giveup');
+    const p = padlockOn(server);
+    const holder = await p.fairMutex('fair:giveup').acquire();
+    await assert.rejects(p.fairMutex('fair:giveup').acquire({ waitMs: 100 }), { name: 'LockTimeoutError' });
+    assert.equal(await admin.llen(keys.queue), 0);
+    assert.equal(await admin.hlen(keys.waiters), 0);
+    const controller = new AbortController();
+    const waiting = p.fairMutex('fair:giveup').acquire({ signal: controller.signal });
+    assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 1));
+    controller.abort(new Error('stop'));
+    await assert.rejects(waiting, /stop/);
+    assert.equal(await admin.llen(keys.queue), 0);
+    assert.equal(await admin.hlen(keys.waiters), 0);
+    await holder.release();
+    assert.equal(await p.fairMutex('fair:giveup').isLocked(), false, 'no one was handed the lock');
+  });
+
+  it('passes on a lock handed to a waiter that has just given up, instead of stranding it', async () => {
+    const admin = connect(server);
+    const keys = lockKeys('padlock', 'fair:passon');
+    const all = [keys.lock, keys.fence, keys.queue, keys.waiters];
+    const run = (script: { source: string }, args: (string | number)[]) => admin.eval(script.source, all.length, ...all, ...args);
+    const p = padlockOn(server);
+    const holder = await p.fairMutex('fair:passon').acquire();
+    // A waiter from some client that will never read its message.
+    const ghost = 'g'.repeat(32);
+    assert.deepEqual((await run(fairAcquireScript, [ghost, 30_000, 'req-ghost1', 'queue', 'ghostclient', 5_000])) as number[], [0, (await admin.pttl(keys.lock)), 1]);
+    const live = p.fairMutex('fair:passon').acquire({ waitMs: 10_000 });
+    assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 2));
+    await holder.release(); // handed to the ghost
+    assert.equal(await admin.hget(keys.lock, ghost), '1');
+    assert.equal(await run(fairLeaveScript, [ghost, keys.released, 10_000]), 1, 'the ghost gives up and passes the lock on');
+    const lease = await live;
+    assert.ok(lease.isHeld);
+    await lease.release();
+  });
+
+  it('re-enters, fences and renews like the mutex, and its lease survives a handoff\'s short first lease', async () => {
+    const admin = connect(server);
+    const a = padlockOn(server, { leaseMs: 60_000 });
+    const b = padlockOn(server, { leaseMs: 60_000 });
+    const holder = await a.fairMutex('fair:lease').acquire();
+    const waiting = b.fairMutex('fair:lease').acquire();
+    assert.ok(await eventually(async () => (await admin.llen(lockKeys('padlock', 'fair:lease').queue)) === 1));
+    await holder.release();
+    const lease = await waiting;
+    // The handoff granted at most the heartbeat allowance (3 s); the new holder lengthens it at once.
+    assert.ok(await eventually(async () => (await admin.pttl(lockKeys('padlock', 'fair:lease').lock)) > 10_000), 'lengthened to the asked lease');
+    const inner = await b.fairMutex('fair:lease').acquire({ owner: lease.owner });
+    assert.equal(inner.fence, lease.fence);
+    assert.equal(inner.holdCount, 2);
+    await inner.release();
+    await lease.release();
+  });
+});
