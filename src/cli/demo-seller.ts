@@ -88,8 +88,14 @@ async function handle(message: ToSeller): Promise<void> {
   }
 }
 
+/** One line for the parent to show, saying plainly when Redis went away. */
+function describe(error: unknown): string {
+  const message = firstLine(error).replace(/\.$/, '');
+  return /Connection is closed|ECONNRESET|ECONNREFUSED|EPIPE|max retries/i.test(message) ? `lost the connection to Redis (${message})` : message;
+}
+
 async function fail(error: unknown): Promise<never> {
-  await send({ type: 'error', message: firstLine(error) });
+  await send({ type: 'error', message: describe(error) });
   process.exit(1);
 }
 

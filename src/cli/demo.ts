@@ -65,6 +65,7 @@ export interface DemoReport {
     readonly url: string;
     /** Whether the demo started (and stopped) its own `redis-server`. */
     readonly private: boolean;
+    /** The server's `redis_version`. */
     readonly version: string;
   };
   readonly sellers: number;
@@ -264,7 +265,8 @@ function printSummary(report: DemoReport, term: TerminalOutput, say: (text?: str
   if (locked.every((p) => p.sold === report.tickets && p.oversold === 0)) {
     say(`With ${locked.map((p) => p.label).join(' and with ')}, ${s.green(`exactly ${report.tickets}`)}.`);
   }
-  say(s.dim('acq/s: locks acquired per second by all sellers; wait p99: time to acquire; fairness: Jain\'s index over sales per seller (1 = equal).'));
+  say(s.dim('acq/s: locks acquired per second, all sellers together; wait p99: 99th percentile of the time to acquire;'));
+  say(s.dim("fairness: Jain's index over the sellers' sales (1 = all sold the same)."));
 }
 
 /** Deletes the keys of run `runId` (data and lock keys) from a Redis the demo did not start. */

@@ -46,7 +46,7 @@ function version(): string {
  * Runs the command line `argv` (without `node` and the script).
  * @returns the exit code
  */
-export async function runCli(argv: readonly string[], context: CommandContext): Promise<number> {
+async function runCli(argv: readonly string[], context: CommandContext): Promise<number> {
   const [first, ...rest] = argv;
   if (first === undefined) {
     context.stderr.write(`${help()}\n`);
