@@ -26,7 +26,7 @@ export default tseslint.config(
   {
     files: ['**/*.js', '**/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
-    languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
+    languageOptions: { globals: { process: 'readonly', console: 'readonly' }, parserOptions: { projectService: false } },
   },
   {
     files: ['test/**', 'bench/**'],
