@@ -25,8 +25,8 @@ export class Hold {
   deadline: number;
   /** Monotonic time at which the watchdog should renew next. */
   nextRenewAt: number;
-  /** Renew once soon even without `autoExtend` (a handoff granted a lease shorter than asked). */
-  lengthenSoon = false;
+  /** The remaining lease the server granted at the last grant or renewal. */
+  grantedMs: number;
   /** A renewal is on its way. */
   renewing = false;
   state: HoldState = 'held';
@@ -45,7 +45,18 @@ export class Hold {
     this.leaseMs = leaseMs;
     this.autoExtend = autoExtend;
     this.deadline = sentAt + pttl - driftMs(leaseMs);
-    this.nextRenewAt = sentAt + leaseMs / 3;
+    this.grantedMs = pttl;
+    this.nextRenewAt = sentAt + this.renewEveryMs;
+  }
+
+  /** Renew after a third of the lease, or of the granted time when that was shorter (a fair handoff's first lease). */
+  get renewEveryMs(): number {
+    return Math.min(this.leaseMs, this.grantedMs) / 3;
+  }
+
+  /** Whether the watchdog renews this hold: always with `autoExtend`, else once to lengthen a shorter grant to the asked lease. */
+  get renews(): boolean {
+    return this.autoExtend || this.grantedMs < this.leaseMs;
   }
 
   /** The lock's name. */
@@ -64,13 +75,8 @@ export class Hold {
    */
   renewed(sentAt: number, pttl: number): void {
     this.deadline = Math.max(this.deadline, sentAt + pttl - driftMs(this.leaseMs));
-    this.nextRenewAt = sentAt + this.leaseMs / 3;
-    this.lengthenSoon = false;
-  }
-
-  /** Whether the watchdog should renew this hold. */
-  get renews(): boolean {
-    return this.autoExtend || this.lengthenSoon;
+    this.grantedMs = pttl;
+    this.nextRenewAt = sentAt + this.renewEveryMs;
   }
 
   /** Wall-clock estimate of the end of the lease (conservative). */

@@ -90,7 +90,7 @@ export class Watchdog {
         continue;
       }
       // Renew what is due now and what would be due within half an interval, so one call serves many.
-      if (hold.renews && !hold.renewing && hold.nextRenewAt - hold.leaseMs / 6 <= now) {
+      if (hold.renews && !hold.renewing && hold.nextRenewAt - hold.renewEveryMs / 2 <= now) {
         const group = this.host.groupOf(hold);
         const list = due.get(group);
         if (list === undefined) due.set(group, [hold]);
@@ -119,7 +119,7 @@ export class Watchdog {
       const pttl = remaining?.[i];
       if (pttl === undefined) {
         // Unreachable or refused: try again soon; the deadline still stands.
-        hold.nextRenewAt = monotonicNow() + Math.max(10, hold.leaseMs / 12);
+        hold.nextRenewAt = monotonicNow() + Math.max(10, hold.renewEveryMs / 4);
       } else if (pttl <= 0) {
         this.#holds.delete(hold);
         this.host.lost(hold, 'taken');

@@ -133,11 +133,6 @@ export abstract class Lock implements Lockable, HoldOwnerOps {
       const grant = await this.obtain(owner, opts, scope);
       const hold = new Hold(this.keys, owner, grant.fence, this, opts.leaseMs, opts.autoExtend, grant.sentAt, grant.pttl);
       hold.count = 1;
-      if (grant.pttl < opts.leaseMs) {
-        // Granted a shorter first lease (a fair handoff): lengthen it to what was asked right away.
-        hold.lengthenSoon = true;
-        hold.nextRenewAt = monotonicNow();
-      }
       this.runtime.register(hold);
       this.runtime.emit('acquired', { name: this.name, owner, fence: grant.fence, holdCount: 1, waitedMs: scope.waitedMs });
       return new Lease(hold, this.runtime, grant.holdCount);
