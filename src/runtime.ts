@@ -13,6 +13,7 @@ import type { LeaseHost } from './lease.js';
 import { checkMs, MIN_LEASE_MS } from './options.js';
 import type { CommandConnection } from './redis/connection.js';
 import { ScriptRunner } from './redis/script-runner.js';
+import { keySlot } from './redis/slot.js';
 import { renewScript } from './scripts/index.js';
 import { Subscriber } from './subscriber.js';
 import { Watchdog } from './watchdog.js';
@@ -81,7 +82,8 @@ export class Runtime implements LeaseHost {
           holds.map((h) => h.keys.lock),
           holds.flatMap((h) => [h.owner, h.leaseMs]),
         ),
-      groupOf: () => '',
+      // One call per server; in a Cluster, one per slot (a script's keys must share one).
+      groupOf: connection.isCluster ? (hold) => String(keySlot(hold.keys.lock)) : () => '',
       renewed: (hold) => this.emit('extended', holdEvent(hold)),
       lost: (hold, reason) => this.lost(hold, reason),
       failed: (error) => this.reportError(error),

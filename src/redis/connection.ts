@@ -15,6 +15,8 @@ export interface CommandConnection {
   eval(source: string, keys: readonly string[], args: readonly Arg[]): Promise<unknown>;
   /** Opens a second connection to the same server(s) for pub/sub; the caller closes it. */
   openSubscriber(): SubscriberConnection;
+  /** True for a Redis Cluster: a multi-key script call must stay within one slot. */
+  readonly isCluster: boolean;
 }
 
 /** A connection in subscriber mode. */
@@ -44,6 +46,7 @@ export function fromIoredis(client: Redis | Cluster): CommandConnection {
     evalsha: (sha, keys, args) => commands.evalsha(sha, keys.length, ...keys, ...args),
     eval: (source, keys, args) => commands.eval(source, keys.length, ...keys, ...args),
     openSubscriber: () => subscriberFromIoredis(client.duplicate()),
+    isCluster: 'isCluster' in client && client.isCluster === true,
   };
 }
 
