@@ -106,7 +106,7 @@ describe('fairMutex', () => {
     // A waiter from some client that will never read its message.
     const ghost = 'g'.repeat(32);
     const queued = await run(fairAcquireScript, [ghost, 30_000, 'req-ghost1', 'queue', 'ghostclient', 5_000]);
-    assert.deepEqual(queued, [0, await admin.pttl(keys.lock), 1]);
+    assert.equal((queued as number[])[0], 0, 'queued');
     const live = p.fairMutex('fair:passon').acquire({ waitMs: 10_000 });
     assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 2));
     await holder.release(); // handed to the ghost

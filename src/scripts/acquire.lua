@@ -10,7 +10,8 @@
 local lock, owner, req = KEYS[1], ARGV[1], ARGV[3]
 local lease = tonumber(ARGV[2])
 local count = tonumber(redis.call('HGET', lock, owner) or 0)
-if count > 0 and seen(lock, req) then
+local log = read_log(lock)
+if count > 0 and seen(log, req) then
   return {1, tonumber(redis.call('HGET', lock, ':fence')), count, redis.call('PTTL', lock)}
 end
 local fence
@@ -26,5 +27,5 @@ else
   redis.call('HSET', lock, owner, 1, ':fence', fence)
   count = 1
 end
-remember(lock, req)
+remember(lock, log, req)
 return {1, fence, count, lengthen(lock, lease)}

@@ -6,14 +6,15 @@
           or refresh this waiter's heartbeat), 'reenter' (count + 1 for an owner that holds it)
   ARGV[5] client id (its channel gets the handoff)  ARGV[6] heartbeat allowance ms
   Returns {1, fence, holdCount, pttl} when ARGV[1] holds the lock (a waiter that was handed the
-          lock claims it here, lengthened to its lease); {0, pttl, position} when it must wait (position 0 when
-          not queued); {-1} for 'reenter' when ARGV[1] holds nothing.
+          lock claims it here, lengthened to its lease);
+          {0, pttl} when it must wait; {-1} for 'reenter' when ARGV[1] holds nothing.
 ]]
 local lock, fence_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, req, mode = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local count = tonumber(redis.call('HGET', lock, owner) or 0)
 if count > 0 then
-  if seen(lock, req) then
+  local log = read_log(lock)
+  if seen(log, req) then
     return {1, tonumber(redis.call('HGET', lock, ':fence')), count, redis.call('PTTL', lock)}
   end
   if mode ~= 'reenter' then
@@ -21,7 +22,7 @@ if count > 0 then
     return {1, tonumber(redis.call('HGET', lock, ':fence')), count, lengthen(lock, lease)}
   end
   count = redis.call('HINCRBY', lock, owner, 1)
-  remember(lock, req)
+  remember(lock, log, req)
   return {1, tonumber(redis.call('HGET', lock, ':fence')), count, lengthen(lock, lease)}
 end
 if mode == 'reenter' then
@@ -49,12 +50,12 @@ if redis.call('HEXISTS', lock, ':fence') == 0 and (not head or head == owner) th
   end
   local fence = redis.call('INCR', fence_key)
   redis.call('HSET', lock, owner, 1, ':fence', fence)
-  remember(lock, req)
+  remember(lock, read_log(lock), req)
   redis.call('PEXPIRE', lock, lease)
   return {1, fence, 1, lease}
 end
 if mode == 'try' then
-  return {0, redis.call('PTTL', lock), 0}
+  return {0, redis.call('PTTL', lock)}
 end
 local allowance = tonumber(ARGV[6])
 if redis.call('HSET', waiters, owner, (now + allowance) .. ':' .. lease .. ':' .. allowance .. ':' .. ARGV[5]) == 1 then
@@ -63,11 +64,4 @@ end
 -- The queue's keys outlive their last live waiter by one allowance at most.
 redis.call('PEXPIRE', queue, allowance * 2)
 redis.call('PEXPIRE', waiters, allowance * 2)
-local position = 0
-for i, waiter in ipairs(redis.call('LRANGE', queue, 0, -1)) do
-  if waiter == owner then
-    position = i
-    break
-  end
-end
-return {0, redis.call('PTTL', lock), position}
+return {0, redis.call('PTTL', lock)}

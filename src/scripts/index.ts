@@ -83,7 +83,7 @@ export const inspectScript = defineScript('inspect.lua', luaSources.inspect, (re
 /** Outcome of a fair-mutex attempt. */
 export type FairAcquireReply =
   | { readonly status: 'acquired'; readonly fence: number; readonly holdCount: number; readonly pttl: number }
-  | { readonly status: 'waiting'; readonly pttl: number; readonly position: number }
+  | { readonly status: 'waiting'; readonly pttl: number }
   | { readonly status: 'not-held' };
 
 /** Acquire, queue for, or re-enter a fair mutex; see fair-acquire.lua. */
@@ -93,7 +93,7 @@ export const fairAcquireScript = defineScript('fair-acquire.lua', luaSources.fai
     case 1:
       return { status: 'acquired', fence: at(r, 1, 'fair-acquire.lua'), holdCount: at(r, 2, 'fair-acquire.lua'), pttl: at(r, 3, 'fair-acquire.lua') };
     case 0:
-      return { status: 'waiting', pttl: at(r, 1, 'fair-acquire.lua'), position: at(r, 2, 'fair-acquire.lua') };
+      return { status: 'waiting', pttl: at(r, 1, 'fair-acquire.lua') };
     case -1:
       return { status: 'not-held' };
     default:

@@ -8,14 +8,15 @@
   A freed lock keeps only its ':log' for ARGV[5] ms, so a resent release is still recognised.
 ]]
 local lock, owner, req = KEYS[1], ARGV[1], ARGV[3]
-if seen(lock, req) then
+local log = read_log(lock)
+if seen(log, req) then
   return {1, tonumber(redis.call('HGET', lock, owner) or 0)}
 end
 local count = tonumber(redis.call('HGET', lock, owner) or 0)
 if count == 0 then
   return {0}
 end
-remember(lock, req)
+remember(lock, log, req)
 count = count - tonumber(ARGV[2])
 if count > 0 then
   redis.call('HSET', lock, owner, count)
