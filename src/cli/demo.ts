@@ -10,7 +10,7 @@ import type { Command, CommandContext } from './command.js';
 import { PHASES, THINK_MS, WORK_MS, type LockKind, type SellerResult } from './demo-protocol.js';
 import { CliError, ExitCode, interruptedError } from './errors.js';
 import { formatTable, ProgressLine, styles, terminalOutput, type TerminalOutput } from './progress.js';
-import { connectRedis, resolveRedisTarget, serverVersion, type RedisTarget } from './redis-target.js';
+import { connectRedis, resolveRedisTarget, serverVersion } from './redis-target.js';
 import { SellerPool } from './sellers.js';
 import { jainIndex, percentile } from './stats.js';
 

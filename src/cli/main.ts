@@ -77,7 +77,7 @@ function report(error: unknown, env: NodeJS.ProcessEnv): number {
   const debug = env['PADLOCK_DEBUG'] !== undefined && env['PADLOCK_DEBUG'] !== '' && env['PADLOCK_DEBUG'] !== '0';
   if (error instanceof CliError) {
     process.stderr.write(`padlock: ${firstLine(error)}\n`);
-    if (debug && error.cause !== undefined) process.stderr.write(`${error.cause instanceof Error ? error.cause.stack : String(error.cause)}\n`);
+    if (debug && error.cause !== undefined) process.stderr.write(`${error.cause instanceof Error ? error.cause.stack : JSON.stringify(error.cause)}\n`);
     if (error.exitCode === ExitCode.usage && !/--help/.test(error.message)) process.stderr.write(`Run '${error.hint ?? 'padlock --help'}' for usage.\n`);
     return error.exitCode;
   }

@@ -55,7 +55,8 @@ export interface ProgressState {
 const BAR_WIDTH = 28;
 const REDRAW_MS = 50;
 // Visible length of a string that may hold ANSI styles.
-const visible = (text: string): number => text.replace(/\x1b\[[0-9;]*m/g, '').length;
+const ESCAPE = String.fromCharCode(27);
+const visible = (text: string): number => text.split(ESCAPE).map((part, i) => (i === 0 ? part : part.replace(/^\[[0-9;]*m/, ''))).join('').length;
 
 /**
  * One task's progress line: `label [██████░░░░] done/total note`.
