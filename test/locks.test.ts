@@ -1,6 +1,7 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { Lease, LockNotHeldError, LockTimeoutError, PadlockClosedError } from '../src/index.js';
+import { Redis } from 'ioredis';
+import { Lease, LockNotHeldError, LockTimeoutError, Padlock, PadlockClosedError } from '../src/index.js';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { acquireScript, fairAcquireScript, releaseScript } from '../src/scripts/index.js';
 import { lockKeys } from '../src/keys.js';
@@ -210,8 +211,11 @@ for (const kind of ['mutex', 'fairMutex'] as const) {
 
     it('close() releases held locks, rejects pending waits and leaves no timer or socket', async () => {
       const before = activeResources();
-      const p = padlockOn(server);
-      const other = padlockOn(server);
+      // Clients of their own, so that closing them shows what padlock itself leaves open.
+      const pClient = new Redis(server.url);
+      const otherClient = new Redis(server.url);
+      const p = new Padlock({ redis: pClient });
+      const other = new Padlock({ redis: otherClient });
       const held: Lease = await p[kind]('close:1').acquire();
       const pending = p[kind]('close:2').acquire().catch((error: unknown) => error);
       const blocker = await other[kind]('close:3').acquire();
@@ -228,9 +232,12 @@ for (const kind of ['mutex', 'fairMutex'] as const) {
       assert.equal(await other[kind]('close:2').isLocked(), false);
       await blocker.release();
       await other.close();
+      await Promise.all([pClient.quit(), otherClient.quit()]);
       await delay(50);
       const after = activeResources();
-      assert.ok((after.get('Timeout') ?? 0) <= (before.get('Timeout') ?? 0), `timers left: ${JSON.stringify([...after])}`);
+      for (const type of ['Timeout', 'TCPSocketWrap']) {
+        assert.ok((after.get(type) ?? 0) <= (before.get(type) ?? 0), `${type} left open: ${JSON.stringify([...after])} (before: ${JSON.stringify([...before])})`);
+      }
     });
   });
 }
