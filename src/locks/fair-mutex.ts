@@ -8,7 +8,7 @@ import { driftMs, monotonicNow } from '../clock.js';
 import { waiterChannel } from '../keys.js';
 import { MAX_MS, type ResolvedAcquireOptions } from '../options.js';
 import { TOMBSTONE_MS } from '../runtime.js';
-import { fairAcquireScript, fairLeaveScript, type FairAcquireReply } from '../scripts/index.js';
+import { fairAcquireScript, fairLeaveScript, type AcquireReply } from '../scripts/index.js';
 import type { Watch } from '../subscriber.js';
 import { newRequestId } from '../tokens.js';
 import type { WaitScope } from '../wait-scope.js';
@@ -24,7 +24,7 @@ const LEAVE_TIMEOUT_MS = 2_000;
 type Mode = 'try' | 'queue' | 'reenter';
 
 export class FairMutex extends Lock {
-  #attempt(owner: string, leaseMs: number, mode: Mode, heartbeatMs: number): Promise<FairAcquireReply> {
+  #attempt(owner: string, leaseMs: number, mode: Mode, heartbeatMs: number): Promise<AcquireReply> {
     const keys = this.keys;
     return this.runtime.runner.run(
       fairAcquireScript,
@@ -46,7 +46,7 @@ export class FairMutex extends Lock {
     const channel = waiterChannel(this.keys, this.runtime.clientId);
     let watch: Watch | undefined;
     let queued = false;
-    const abandon = (late: FairAcquireReply): void => {
+    const abandon = (late: AcquireReply): void => {
       if (late.status === 'acquired') this.giveBack(owner, late.holdCount);
     };
     try {

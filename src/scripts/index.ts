@@ -35,20 +35,28 @@ function at(values: readonly number[], index: number, script: string): number {
   return value === undefined ? fail(script, values) : value;
 }
 
+/** Reads `{1, fence, holdCount, pttl}` / `{0, pttl}` / `{-1}`, the reply of both acquire scripts. */
+function acquireReply(script: string) {
+  return (reply: unknown): AcquireReply => {
+    const r = integers(script, reply);
+    switch (r[0]) {
+      case 1:
+        return { status: 'acquired', fence: at(r, 1, script), holdCount: at(r, 2, script), pttl: at(r, 3, script) };
+      case 0:
+        return { status: 'busy', pttl: at(r, 1, script) };
+      case -1:
+        return { status: 'not-held' };
+      default:
+        return fail(script, reply);
+    }
+  };
+}
+
 /** Acquire or re-enter a mutex; see acquire.lua. */
-export const acquireScript = defineScript('acquire.lua', luaSources.acquire, (reply): AcquireReply => {
-  const r = integers('acquire.lua', reply);
-  switch (r[0]) {
-    case 1:
-      return { status: 'acquired', fence: at(r, 1, 'acquire.lua'), holdCount: at(r, 2, 'acquire.lua'), pttl: at(r, 3, 'acquire.lua') };
-    case 0:
-      return { status: 'busy', pttl: at(r, 1, 'acquire.lua') };
-    case -1:
-      return { status: 'not-held' };
-    default:
-      return fail('acquire.lua', reply);
-  }
-});
+export const acquireScript = defineScript('acquire.lua', luaSources.acquire, acquireReply('acquire.lua'));
+
+/** Acquire, queue for, or re-enter a fair mutex; see fair-acquire.lua (`busy`: must wait). */
+export const fairAcquireScript = defineScript('fair-acquire.lua', luaSources.fairAcquire, acquireReply('fair-acquire.lua'));
 
 /** Release holds of a mutex; see release.lua. */
 export const releaseScript = defineScript('release.lua', luaSources.release, (reply): ReleaseReply => {
@@ -78,27 +86,6 @@ export const inspectScript = defineScript('inspect.lua', luaSources.inspect, (re
     holders.set(owner, count as number);
   }
   return { fence: fence as number, pttl: pttl as number, holders };
-});
-
-/** Outcome of a fair-mutex attempt. */
-export type FairAcquireReply =
-  | { readonly status: 'acquired'; readonly fence: number; readonly holdCount: number; readonly pttl: number }
-  | { readonly status: 'waiting'; readonly pttl: number }
-  | { readonly status: 'not-held' };
-
-/** Acquire, queue for, or re-enter a fair mutex; see fair-acquire.lua. */
-export const fairAcquireScript = defineScript('fair-acquire.lua', luaSources.fairAcquire, (reply): FairAcquireReply => {
-  const r = integers('fair-acquire.lua', reply);
-  switch (r[0]) {
-    case 1:
-      return { status: 'acquired', fence: at(r, 1, 'fair-acquire.lua'), holdCount: at(r, 2, 'fair-acquire.lua'), pttl: at(r, 3, 'fair-acquire.lua') };
-    case 0:
-      return { status: 'waiting', pttl: at(r, 1, 'fair-acquire.lua') };
-    case -1:
-      return { status: 'not-held' };
-    default:
-      return fail('fair-acquire.lua', reply);
-  }
 });
 
 /** A fair-mutex waiter leaves the queue; see fair-leave.lua. True when a lock handed to it was passed on. */
