@@ -1,0 +1,128 @@
+/**
+ * Fault matrix, the Redis server: frozen (SIGSTOP), paused (CLIENT PAUSE), killed and restarted
+ * empty, its script cache flushed, and the holder's connections killed (CLIENT KILL), each while a
+ * worker holds the lock and others wait for it.
+ */
+import { describe, it, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { Redis } from 'ioredis';
+import { releaseScript, renewScript } from '../../src/scripts/index.js';
+import { connect, delay, eventually, startServer } from '../harness/redis.js';
+import { describeReport, isLive, isSafe } from './checker.js';
+import { isStopped } from './fleet.js';
+import { openServers, runWithHeldFault, type Servers } from './scenario.js';
+
+const LEASE_MS = 300;
+
+let servers: Servers;
+before(async () => {
+  servers = await openServers({ startServer, connect });
+});
+
+const base = { workers: 3, sections: 6, leaseMs: LEASE_MS, workMs: [1, 4] as const };
+
+/** Milliseconds a fresh command takes on a new connection to the lock's server. */
+async function probeLatency(): Promise<number> {
+  const probe = new Redis({ port: servers.lock.port, host: servers.lock.host, maxRetriesPerRequest: null });
+  probe.on('error', () => undefined);
+  const started = performance.now();
+  await probe.set('probe', '1');
+  probe.disconnect();
+  return performance.now() - started;
+}
+
+describe('fault: Redis server', () => {
+  it('redis-server frozen (SIGSTOP) past the lease: the holder is told, nobody overlaps, all are served after SIGCONT', async () => {
+    const { report, fleet, exits } = await runWithHeldFault(servers, {
+      ...base,
+      inject: async () => {
+        servers.lock.pause();
+        try {
+          assert.equal(await isStopped(servers.lock.pid), true, 'redis-server is stopped');
+          await delay(LEASE_MS * 3);
+        } finally {
+          servers.lock.resume();
+        }
+      },
+    });
+    assert.ok(isSafe(report) && isLive(report), describeReport(report));
+    assert.equal(fleet.completed.find((s) => s.worker === 0 && s.seq === 0)?.lost, 'expired', 'the holder learnt it lost the lock');
+    assert.ok(exits.every((e) => e.clean));
+  });
+
+  it('CLIENT PAUSE past the lease: same outcome', async () => {
+    const { report, fleet } = await runWithHeldFault(servers, {
+      ...base,
+      inject: async () => {
+        await servers.admin.call('CLIENT', 'PAUSE', String(LEASE_MS * 3), 'ALL');
+        const latency = await probeLatency();
+        assert.ok(latency > LEASE_MS, `commands are held back while paused (${latency.toFixed(0)} ms)`);
+      },
+    });
+    assert.ok(isSafe(report) && isLive(report), describeReport(report));
+    assert.equal(fleet.completed.find((s) => s.worker === 0 && s.seq === 0)?.lost, 'expired');
+  });
+
+  it('redis-server killed and restarted empty: the holder is told at its next renewal; fences restart, and the store refuses them', async () => {
+    // Fences before the restart are well above 1, as they are on any lock that has been in use.
+    await servers.admin.set('padlock:{restart}:fence', 100);
+    const { report, fleet, exits } = await runWithHeldFault(servers, {
+      ...base, name: 'restart',
+      inject: async (held) => {
+        await servers.lock.restart();
+        assert.equal(await servers.admin.exists('padlock:{restart}:lock'), 0, 'the lock and its fence counter are gone');
+        assert.ok(held.fence >= 1);
+        await delay(LEASE_MS);
+      },
+    });
+    const holder = fleet.completed.find((s) => s.worker === 0 && s.seq === 0);
+    assert.notEqual(holder?.lost, null, 'the holder learnt it lost the lock');
+    // Without persistence the fence counter starts again: later holders get fences the store has
+    // already seen, and it refuses them. The data stays safe; this is the documented limit.
+    assert.equal(report.staleWritesAccepted, 0, describeReport(report));
+    assert.equal(report.lostUpdates, 0, describeReport(report));
+    assert.ok(report.staleRefused >= 2 * base.sections, `every write after the restart was refused: ${describeReport(report)}`);
+    assert.ok(isLive(report), describeReport(report));
+    assert.ok(exits.every((e) => e.clean));
+  });
+
+  it('SCRIPT FLUSH while holding: renewals and release reload the scripts, the hold survives', async () => {
+    const { report, fleet } = await runWithHeldFault(servers, {
+      ...base,
+      inject: async () => {
+        await servers.admin.script('FLUSH');
+        assert.deepEqual(await servers.admin.script('EXISTS', renewScript.sha, releaseScript.sha), [0, 0], 'the cache is empty');
+        assert.ok(await eventually(async () => ((await servers.admin.script('EXISTS', renewScript.sha)) as number[])[0] === 1, LEASE_MS * 2), 'a renewal reloaded its script');
+        await delay(LEASE_MS * 2);
+      },
+    });
+    const holder = fleet.completed.find((s) => s.worker === 0 && s.seq === 0);
+    assert.equal(holder?.lost, null, 'the hold was kept');
+    assert.equal(holder?.write, 'ok');
+    assert.equal(holder?.releaseError, null);
+    assert.ok(isSafe(report) && isLive(report), describeReport(report));
+  });
+
+  it('CLIENT KILL of the holder\'s and the waiters\' connections: they reconnect, the hold survives, waiters are served', async () => {
+    const { report, fleet } = await runWithHeldFault(servers, {
+      ...base,
+      inject: async () => {
+        let ids: (string | undefined)[] = [];
+        const named = async (): Promise<boolean> => {
+          const list = (await servers.admin.call('CLIENT', 'LIST')) as string;
+          ids = list.split('\n').filter((line) => /name=safety-w\d+ /.test(line)).map((line) => /id=(\d+)/.exec(line)?.[1]);
+          return ids.length >= 5; // three command connections, and the two waiters' subscriber connections
+        };
+        assert.ok(await eventually(named), `found the workers' connections: ${ids.length}`);
+        for (const id of ids) if (id !== undefined) await servers.admin.call('CLIENT', 'KILL', 'ID', id);
+        const after = (await servers.admin.call('CLIENT', 'LIST')) as string;
+        for (const id of ids) assert.ok(!after.includes(`id=${id} `), 'the connections are gone');
+        await delay(LEASE_MS * 2);
+      },
+    });
+    const holder = fleet.completed.find((s) => s.worker === 0 && s.seq === 0);
+    assert.equal(holder?.lost, null, 'the hold was kept');
+    assert.equal(holder?.write, 'ok');
+    assert.ok(isSafe(report) && isLive(report), describeReport(report));
+  });
+});
