@@ -1,0 +1,73 @@
+/**
+ * Counts the commands this process's ioredis clients send, by name, so that "commands the client
+ * sent" can be told apart from "commands Redis ran" (INFO commandstats also counts the commands a
+ * Lua script calls). It wraps `Redis.prototype.sendCommand`, the one method every ioredis command,
+ * script call, pub/sub command and pipeline entry goes through, including on `duplicate()`d
+ * connections. Benchmark-only instrumentation: nothing in `src/` knows about it.
+ */
+import { Redis } from 'ioredis';
+
+export type CommandCounts = Record<string, number>;
+
+let counts = new Map<string, number>();
+let installed = false;
+
+/** Starts counting (idempotent). */
+export function installCommandMeter(): void {
+  if (installed) return;
+  installed = true;
+  const original = Redis.prototype.sendCommand;
+  // A command queued while connecting passes through sendCommand again when the queue is flushed.
+  const seen = new WeakSet<object>();
+  Redis.prototype.sendCommand = function (this: Redis, ...args: Parameters<Redis['sendCommand']>): unknown {
+    const command = args[0];
+    if (!seen.has(command)) {
+      seen.add(command);
+      const name = command.name.toLowerCase();
+      counts.set(name, (counts.get(name) ?? 0) + 1);
+    }
+    return original.apply(this, args);
+  };
+}
+
+/** Forgets what was counted so far. */
+export function resetCommandMeter(): void {
+  counts = new Map();
+}
+
+/** Counts since the last reset. */
+export function readCommandMeter(): CommandCounts {
+  return Object.fromEntries(counts);
+}
+
+/** Adds `b` into `a`. */
+export function addCounts(a: CommandCounts, b: CommandCounts): CommandCounts {
+  const sum: CommandCounts = { ...a };
+  for (const [name, n] of Object.entries(b)) sum[name] = (sum[name] ?? 0) + n;
+  return sum;
+}
+
+/** Sum of all counts. */
+export function totalCount(counts: CommandCounts): number {
+  return Object.values(counts).reduce((a, b) => a + b, 0);
+}
+
+/** Parses `INFO commandstats` into calls per command (subcommands such as `client|setname` kept apart). */
+export function parseCommandStats(info: string): CommandCounts {
+  const calls: CommandCounts = {};
+  for (const line of info.split(/\r?\n/)) {
+    const match = /^cmdstat_([^:]+):calls=(\d+)/.exec(line);
+    if (match?.[1] !== undefined && match[2] !== undefined) calls[match[1]] = Number(match[2]);
+  }
+  return calls;
+}
+
+/** `after − before`, without zero entries. */
+export function diffCounts(after: CommandCounts, before: CommandCounts): CommandCounts {
+  const delta: CommandCounts = {};
+  for (const [name, n] of Object.entries(after)) {
+    const d = n - (before[name] ?? 0);
+    if (d !== 0) delta[name] = d;
+  }
+  return delta;
+}

@@ -1,0 +1,161 @@
+/**
+ * Turns results into aligned Markdown tables (readable in a terminal, pasteable into the README)
+ * and checks the targets of issue 3.
+ */
+import type { CommandCounts } from './command-meter.js';
+import type { ContendedResult, Mode } from './contended.js';
+import { median } from './stats.js';
+import type { PingResult, UncontendedResult } from './uncontended.js';
+
+/** A Markdown table with padded columns; numeric-looking columns are right-aligned. */
+export function table(header: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const numeric = header.map((_, i) => rows.length > 0 && rows.every((r) => /^[-\d.,×≈<>~ %n/a]*$/.test(r[i] ?? '')));
+  const line = (cells: readonly string[]): string =>
+    `| ${cells.map((c, i) => (numeric[i] ? c.padStart(widths[i] ?? 0) : c.padEnd(widths[i] ?? 0))).join(' | ')} |`;
+  const rule = `|${widths.map((w, i) => (numeric[i] ? `${'-'.repeat(w + 1)}:` : '-'.repeat(w + 2))).join('|')}|`;
+  return [line(header), rule, ...rows.map(line)].join('\n');
+}
+
+export function fixed(value: number, digits: number): string {
+  return Number.isFinite(value) ? value.toFixed(digits) : 'n/a';
+}
+
+export function rate(value: number): string {
+  return Number.isFinite(value) ? Math.round(value).toLocaleString('en-US') : 'n/a';
+}
+
+export function ratio(value: number): string {
+  return Number.isFinite(value) ? `${value.toFixed(2)}×` : 'n/a';
+}
+
+/** Per-acquisition breakdown, largest first: "evalsha 2.00, subscribe 0.10". */
+export function breakdown(counts: CommandCounts, cycles: number): string {
+  return Object.entries(counts)
+    .filter(([, n]) => n / cycles >= 0.005)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, n]) => `${name} ${(n / cycles).toFixed(2)}`)
+    .join(', ');
+}
+
+/**
+ * `result`'s speed relative to `raw`: the median over rounds of (its rate / raw's rate in the same
+ * round). Rounds are interleaved, so each ratio compares runs a few hundred ms apart, which is what
+ * survives a machine whose load changes by the second.
+ */
+export function versusRaw(result: UncontendedResult, raw: UncontendedResult | undefined): number {
+  if (raw === undefined) return Number.NaN;
+  return median(result.rounds.map((r, i) => r / (raw.rounds[i] ?? Number.NaN)).filter(Number.isFinite));
+}
+
+export function uncontendedTable(results: readonly UncontendedResult[]): string {
+  const raw = results.find((r) => r.library === 'raw');
+  return table(
+    ['contender', 'acquire+release/s (median)', 'best round', '× raw', 'commands sent/op'],
+    results.map((r) => [r.label, rate(r.opsPerSecond), rate(Math.max(...r.rounds)), ratio(versusRaw(r, raw)), fixed(r.commandsPerOp, 2)]),
+  );
+}
+
+/** Best peer in `mode`: most acquisitions/s, and lowest wait p99 (over defaults and tuned rows). */
+export function bestPeers(results: readonly ContendedResult[]): { rate: ContendedResult | undefined; p99: ContendedResult | undefined } {
+  const peers = results.filter((r) => r.library !== 'padlock' && r.library !== 'raw');
+  const byRate = [...peers].sort((a, b) => b.perSecond - a.perSecond)[0];
+  const byP99 = [...peers].sort((a, b) => a.waitP99 - b.waitP99)[0];
+  return { rate: byRate, p99: byP99 };
+}
+
+export function contendedTable(results: readonly ContendedResult[]): string {
+  const best = bestPeers(results).rate;
+  return table(
+    ['contender', 'acq/s', '× best peer', 'handoff p50 ms', 'handoff p99 ms', 'held p50 ms', 'wait p50 ms', 'wait p99 ms', 'wait max ms', 'Jain', 'lost', 'cmds sent/acq', 'cmds run/acq', 'give-ups'],
+    results.map((r) => [
+      r.label,
+      rate(r.perSecond),
+      ratio(best === undefined ? NaN : r.perSecond / best.perSecond),
+      fixed(r.handoffP50, 2),
+      fixed(r.handoffP99, 1),
+      fixed(r.holdP50, 2),
+      fixed(r.waitP50, 1),
+      fixed(r.waitP99, 1),
+      fixed(r.waitMax, 1),
+      fixed(r.jain, 3),
+      String(r.lostUpdates),
+      fixed(r.sentPerAcquisition, 2),
+      fixed(r.executedPerAcquisition, 2),
+      String(r.giveUps),
+    ]),
+  );
+}
+
+/** Where each padlock row's commands go. */
+export function commandsTable(results: readonly ContendedResult[]): string {
+  return table(
+    ['contender', 'sent by clients, per acquisition', 'run by Redis (incl. inside scripts), per acquisition'],
+    results.filter((r) => r.library === 'padlock').map((r) => [r.label, breakdown(r.sent, r.cycles), breakdown(r.executed, r.cycles)]),
+  );
+}
+
+export interface Target {
+  readonly mode: Mode | 'uncontended';
+  readonly target: string;
+  readonly measured: string;
+  /** `null` when it could not be measured (e.g. a lock kind not present). */
+  readonly holds: boolean | null;
+}
+
+/** The targets of issue 3, evaluated on this run. */
+export function targets(
+  uncontended: readonly UncontendedResult[],
+  contended: Readonly<Record<Mode, readonly ContendedResult[]>>,
+  ping: PingResult,
+): Target[] {
+  const out: Target[] = [];
+  const raw = uncontended.find((r) => r.library === 'raw');
+  for (const r of uncontended.filter((u) => u.library === 'padlock')) {
+    const x = versusRaw(r, raw);
+    out.push({ mode: 'uncontended', target: `${r.label} ≥ 0.95× raw`, measured: ratio(x), holds: Number.isFinite(x) ? x >= 0.95 : null });
+  }
+  for (const mode of ['in-process', 'processes'] as const) {
+    const rows = contended[mode];
+    if (rows.length === 0) continue;
+    const best = bestPeers(rows);
+    const row = (label: string): ContendedResult | undefined => rows.find((r) => r.label === label);
+    const fair = row('padlock fairMutex');
+    const mutex = row('padlock mutex');
+    const check = (target: string, value: number | undefined, holds: (v: number) => boolean, show: (v: number) => string): void => {
+      const ok = value !== undefined && Number.isFinite(value);
+      out.push({ mode, target, measured: ok ? show(value) : 'not measured', holds: ok ? holds(value) : null });
+    };
+    const bestRate = best.rate?.perSecond;
+    check('fairMutex acq/s ≥ 4× best peer', fair !== undefined && bestRate !== undefined ? fair.perSecond / bestRate : undefined, (v) => v >= 4, ratio);
+    check('mutex acq/s ≥ 2.5× best peer', mutex !== undefined && bestRate !== undefined ? mutex.perSecond / bestRate : undefined, (v) => v >= 2.5, ratio);
+    check('fairMutex handoff p50 ≤ 6× ping p50', fair === undefined ? undefined : fair.handoffP50 / ping.p50, (v) => v <= 6, (v) => `${ratio(v)} (${fixed(fair?.handoffP50 ?? NaN, 2)} ms vs ${fixed(ping.p50, 3)} ms)`);
+    // Strict reading: the lowest wait p99 of any peer row; the fastest peer's p99 is shown too.
+    const bestP99 = best.p99?.waitP99;
+    check(
+      'fairMutex wait p99 ≤ 1/10 of best peer',
+      fair !== undefined && bestP99 !== undefined ? fair.waitP99 / bestP99 : undefined,
+      (v) => v <= 0.1,
+      (v) =>
+        `${fixed(v, 3)}: ${fixed(fair?.waitP99 ?? NaN, 1)} ms vs ${fixed(bestP99 ?? NaN, 1)} ms (lowest peer p99: ${best.p99?.label ?? ''}); ` +
+        `${fixed((fair?.waitP99 ?? NaN) / (best.rate?.waitP99 ?? NaN), 3)} vs the fastest peer's ${fixed(best.rate?.waitP99 ?? NaN, 1)} ms`,
+    );
+    check('fairMutex Jain ≥ 0.98', fair?.jain, (v) => v >= 0.98, (v) => fixed(v, 3));
+    for (const r of rows.filter((x) => x.library === 'padlock')) {
+      check(`${r.label} commands sent per acquisition ≤ 4`, r.sentPerAcquisition, (v) => v <= 4, (v) => `${fixed(v, 2)} sent (${fixed(r.executedPerAcquisition, 2)} run by Redis incl. scripts)`);
+    }
+    for (const r of rows) {
+      if (r.lostUpdates !== 0 || r.stuck !== 0) out.push({ mode, target: `${r.label}: 0 lost updates, 0 stuck`, measured: `${r.lostUpdates} lost, ${r.stuck} stuck`, holds: false });
+    }
+    const lossless = rows.every((r) => r.lostUpdates === 0);
+    out.push({ mode, target: 'every contender: 0 lost updates', measured: lossless ? '0 everywhere' : 'see above', holds: lossless });
+  }
+  return out;
+}
+
+export function targetsTable(list: readonly Target[]): string {
+  return table(
+    ['run', 'target', 'measured', 'holds'],
+    list.map((t) => [t.mode, t.target, t.measured, t.holds === null ? 'n/a' : t.holds ? 'yes' : 'NO']),
+  );
+}

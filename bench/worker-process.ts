@@ -1,0 +1,67 @@
+/**
+ * A worker in its own OS process (forked by `contended.ts`): opens its own connection for the
+ * contender and one for the workload, warms up, and on `go` runs the same loop as in-process
+ * workers, then reports its records and the commands it sent; on `close` (once the parent has taken
+ * its measurements, so that teardown is not counted) it closes everything and exits.
+ */
+import { installCommandMeter, readCommandMeter, resetCommandMeter } from './command-meter.js';
+import { openContender, type Contender } from './contenders.js';
+import type { FromWorker, ToWorker } from './messages.js';
+import { connectData, runWorker, warmUp } from './workload.js';
+import type { Redis } from 'ioredis';
+
+installCommandMeter();
+
+let contender: Contender | undefined;
+let data: Redis | undefined;
+let worker = 0;
+
+/** Resolves once the message is handed to the IPC channel (so that disconnecting loses nothing). */
+function send(message: FromWorker): Promise<void> {
+  return new Promise((resolve) => {
+    if (process.send === undefined) resolve();
+    else process.send(message, undefined, {}, () => resolve());
+  });
+}
+
+let shuttingDown = false;
+
+async function shutdown(code: number): Promise<void> {
+  if (shuttingDown) return;
+  shuttingDown = true;
+  const closing = setTimeout(() => process.exit(code), 5_000);
+  await contender?.close().catch(() => undefined);
+  await data?.quit().catch(() => undefined);
+  clearTimeout(closing);
+  process.exitCode = code;
+  if (process.connected) process.disconnect();
+}
+
+async function handle(message: ToWorker): Promise<void> {
+  if (message.type === 'open') {
+    worker = message.worker;
+    data = connectData(message.url);
+    contender = await openContender(message.spec, message.url);
+    await warmUp(contender, data, message.key, message.counterKey);
+    await send({ type: 'ready' });
+    return;
+  }
+  if (message.type === 'close') {
+    await shutdown(0);
+    return;
+  }
+  if (contender === undefined || data === undefined) throw new Error('go before open');
+  resetCommandMeter();
+  const outcome = await runWorker(worker, contender, data, message.plan);
+  await send({ type: 'result', outcome, sent: readCommandMeter() });
+}
+
+// The parent went away: do not outlive it.
+process.on('disconnect', () => void shutdown(1));
+
+process.on('message', (message: ToWorker) => {
+  handle(message).catch(async (error: unknown) => {
+    await send({ type: 'error', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+    await shutdown(1);
+  });
+});

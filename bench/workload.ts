@@ -1,0 +1,88 @@
+/**
+ * What one worker does in a contended run, wherever it runs (in the parent or in a child process):
+ * acquire, GET+SET read-modify-write of a shared counter, release, think, until the deadline.
+ */
+import { Redis } from 'ioredis';
+import type { Contender, Held } from './contenders.js';
+import { nowMs, type AcquisitionRecord } from './stats.js';
+
+/** Timing of one run, on the shared monotonic clock (see `nowMs`). */
+export interface RunPlan {
+  readonly key: string;
+  readonly counterKey: string;
+  /** Workers start together at this instant. */
+  readonly startAt: number;
+  /** No new acquire call starts after this instant; calls in flight finish (the drain). */
+  readonly deadline: number;
+  /** A worker still waiting at this instant gives up (counted as stuck). */
+  readonly hardStop: number;
+  /** Mean think time between acquisitions in ms (uniform ±50 %); 0 for none. */
+  readonly thinkMs: number;
+}
+
+/** What one worker saw. */
+export interface WorkerOutcome {
+  readonly records: AcquisitionRecord[];
+  /** Acquire calls the library gave up on by its own limits (retried at once by the worker). */
+  readonly giveUps: number;
+  /** Whether the worker reached `hardStop` while waiting. */
+  readonly stuck: boolean;
+}
+
+/** Opens the connection the workload's GET+SET goes through. */
+export function connectData(url: string): Redis {
+  const client = new Redis(url, { lazyConnect: false });
+  client.on('error', () => undefined);
+  return client;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** The critical section: a read-modify-write that loses updates unless the lock excludes. */
+async function increment(data: Redis, counterKey: string): Promise<void> {
+  const value = Number((await data.get(counterKey)) ?? 0);
+  await data.set(counterKey, String(value + 1));
+}
+
+/** Acquires, retrying at once when the library gives up, until `hardStop`. */
+async function acquireOrGiveUp(contender: Contender, key: string, hardStop: number): Promise<{ held: Held | null; giveUps: number }> {
+  let giveUps = 0;
+  for (;;) {
+    const remaining = Math.floor(hardStop - nowMs());
+    if (remaining <= 0) return { held: null, giveUps };
+    const held = await contender.acquire(key, remaining);
+    if (held !== null) return { held, giveUps };
+    giveUps++;
+  }
+}
+
+/** One full cycle outside any measurement (loads scripts, opens pub/sub connections lazily made). */
+export async function warmUp(contender: Contender, data: Redis, key: string, counterKey: string): Promise<void> {
+  const { held } = await acquireOrGiveUp(contender, key, nowMs() + 30_000);
+  if (held === null) throw new Error('warm-up could not acquire the lock within 30 s');
+  await increment(data, counterKey);
+  await held.release();
+}
+
+/** Runs worker `worker` under `plan`. */
+export async function runWorker(worker: number, contender: Contender, data: Redis, plan: RunPlan): Promise<WorkerOutcome> {
+  const records: AcquisitionRecord[] = [];
+  let giveUps = 0;
+  const delay = plan.startAt - nowMs();
+  if (delay > 0) await sleep(delay);
+  while (nowMs() < plan.deadline) {
+    const waitStart = nowMs();
+    const attempt = await acquireOrGiveUp(contender, plan.key, plan.hardStop);
+    giveUps += attempt.giveUps;
+    if (attempt.held === null) return { records, giveUps, stuck: true };
+    const acquiredAt = nowMs();
+    await increment(data, plan.counterKey);
+    const releaseStart = nowMs();
+    await attempt.held.release();
+    records.push({ worker, waitStart, acquiredAt, releaseStart });
+    if (plan.thinkMs > 0) await sleep(plan.thinkMs * (0.5 + Math.random()));
+  }
+  return { records, giveUps, stuck: false };
+}
