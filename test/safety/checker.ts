@@ -6,7 +6,7 @@
  *   intervals lie inside the true server-side holds, so an overlap here is a real one);
  * - a lost update is an accepted write whose holder had read a value that was no longer current;
  * - a stale write accepted is one the store took although a higher fence had been seen;
- * - fences must be unique, and a hold acquired after another's validity ended must have a higher one;
+ * - fences must be unique, and a valid hold acquired after another's validity ended must have a higher one;
  * - liveness: every section that was asked for was served.
  */
 import type { StoreEntry } from './fenced-store.js';
@@ -144,8 +144,10 @@ function findFenceViolations(sections: readonly SectionRecord[]): string[] {
     if (other !== undefined && other !== s.owner) violations.push(`fence ${s.fence} given to two owners`);
     owners.set(s.fence, s.owner);
   }
-  // A hold acquired after another's validity ended was granted after it, so its fence is higher.
-  const byStart = [...sections].sort((a, b) => (a.acquiredAt < b.acquiredAt ? -1 : a.acquiredAt > b.acquiredAt ? 1 : 0));
+  // A hold valid when its acquire returned, and acquired after another's validity ended, was granted
+  // after that one, so its fence is higher. (A hold that was never valid may have been granted long
+  // before its acquire returned: its process was paused in between.)
+  const byStart = sections.filter((s) => s.validUntil !== null).sort((a, b) => (a.acquiredAt < b.acquiredAt ? -1 : a.acquiredAt > b.acquiredAt ? 1 : 0));
   const ended = validIntervals(sections).sort((a, b) => (a.until < b.until ? -1 : a.until > b.until ? 1 : 0));
   let next = 0;
   let highest: SectionRecord | undefined;
