@@ -130,7 +130,7 @@ describe('fault: holder paused past its lease', () => {
 
   it('event loop blocked (Atomics.wait) past the lease: same outcome', async () => {
     const { stale, next, report, safe } = await pausedHolderRow(
-      async () => undefined,
+      () => Promise.resolve(),
       () => undefined,
       LEASE_MS * 5,
     );

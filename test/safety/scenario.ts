@@ -93,15 +93,15 @@ export async function runChecked(servers: Servers, options: RunOptions): Promise
   }));
   const fleet = new Fleet(configs, options.wrap);
   const during = (options.during?.(fleet) ?? Promise.resolve()).then(
-    () => undefined,
+    () => ({ failed: false as const }),
     (error: unknown) => {
       void fleet.finish(0); // a failed injection ends the run at once
-      return error;
+      return { failed: true as const, error };
     },
   );
   const exits = await fleet.finish(options.timeoutMs ?? 60_000);
-  const failure = await during;
-  if (failure !== undefined) throw failure;
+  const outcome = await during;
+  if (outcome.failed) throw outcome.error instanceof Error ? outcome.error : new Error(String(outcome.error));
   const sections = [...fleet.sections, ...(options.parentSections?.() ?? [])];
   const killed = options.killed ?? new Set<number>();
   const expectedSections =
