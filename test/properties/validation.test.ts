@@ -220,7 +220,7 @@ describe('properties: validation accepts exactly what is documented', () => {
 
 /** One call of the public API with refused input. */
 type BadCall =
-  | { readonly kind: 'mutex' | 'withLock-name'; readonly name: unknown }
+  | { readonly kind: 'mutex' | 'fairMutex' | 'withLock-name'; readonly name: unknown }
   | { readonly kind: 'acquire' | 'tryAcquire' | 'withLock'; readonly options: unknown; readonly refused: ReadonlyMap<string, unknown> }
   | { readonly kind: 'withLock-fn'; readonly fn: unknown };
 
@@ -231,6 +231,7 @@ function badCall(): fc.Arbitrary<BadCall> {
     .filter(({ refused }) => refused.size > 0);
   return fc.oneof(
     badName.map((name): BadCall => ({ kind: 'mutex', name })),
+    badName.map((name): BadCall => ({ kind: 'fairMutex', name })),
     badName.map((name): BadCall => ({ kind: 'withLock-name', name })),
     fc.tuple(fc.constantFrom('acquire', 'tryAcquire', 'withLock') , badOptions).map(([kind, o]): BadCall => ({ kind, ...o })),
     anyValue()
@@ -243,6 +244,8 @@ function perform(padlock: Padlock, lock: Lockable, call: BadCall): unknown {
   switch (call.kind) {
     case 'mutex':
       return padlock.mutex(call.name as string);
+    case 'fairMutex':
+      return padlock.fairMutex(call.name as string);
     case 'withLock-name':
       return padlock.withLock(call.name as string, () => 1);
     case 'acquire':
@@ -261,10 +264,11 @@ describe('properties: refused calls send nothing and never hang', () => {
     const spy = await spyClient();
     spies.push(spy);
     const padlock = new Padlock({ redis: spy.redis });
-    const lock = padlock.mutex('valid');
+    const locks = [padlock.mutex('valid'), padlock.fairMutex('valid')] as const;
     await fc.assert(
-      fc.asyncProperty(fc.array(badCall(), { minLength: 1, maxLength: 8 }), async (calls) => {
-        for (const call of calls) {
+      fc.asyncProperty(fc.array(fc.tuple(badCall(), fc.constantFrom(0, 1)), { minLength: 1, maxLength: 8 }), async (calls) => {
+        for (const [call, which] of calls) {
+          const lock = locks[which];
           const outcome = await outcomeOf(() => perform(padlock, lock, call), 1_000);
           const context = `${call.kind}: ${describeOutcome(outcome)}`;
           assert.equal(outcome.kind, 'error', context);
