@@ -19,6 +19,7 @@ import {
 import { openContender, type ContenderSpec } from './contenders.js';
 import type { FromWorker, ToWorker } from './messages.js';
 import { measureContended, nowMs, type AcquisitionRecord, type ContendedMeasures } from './stats.js';
+import { measurePing } from './uncontended.js';
 import { connectData, runWorker, warmUp, type RunPlan, type WorkerOutcome } from './workload.js';
 
 export type Mode = 'in-process' | 'processes';
@@ -45,6 +46,8 @@ export interface ContendedResult extends ContendedMeasures {
   readonly giveUps: number;
   /** Workers still waiting at the hard stop. */
   readonly stuck: number;
+  /** Ping p50 (ms) measured on the same server just before this run (the machine's load changes). */
+  readonly pingP50: number;
   /** Lock commands the clients sent per cycle (the workload's GET and SET excluded). */
   readonly sentPerAcquisition: number;
   /** Commands Redis ran per cycle, including those inside scripts (the workload's GET and SET excluded). */
@@ -81,6 +84,7 @@ export async function runContended(spec: ContenderSpec, url: string, mode: Mode,
   const counterKey = `${key}:counter`;
   const session = mode === 'in-process' ? await openInProcess(spec, url, options, key, counterKey) : await openProcesses(spec, url, options, key, counterKey);
   try {
+    const ping = await measurePing(url, 300);
     const counterBefore = Number((await admin.get(counterKey)) ?? 0);
     const statsBefore = parseCommandStats(await admin.info('commandstats'));
     const startAt = nowMs() + START_DELAY_MS[mode];
@@ -108,6 +112,7 @@ export async function runContended(spec: ContenderSpec, url: string, mode: Mode,
       lostUpdates: cycles - (counterAfter - counterBefore),
       giveUps: collected.outcomes.reduce((n, o) => n + o.giveUps, 0),
       stuck: collected.outcomes.filter((o) => o.stuck).length,
+      pingP50: ping.p50,
       sentPerAcquisition: totalCount(sent) / cycles,
       executedPerAcquisition: totalCount(executed) / cycles,
       sent,

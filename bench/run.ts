@@ -6,8 +6,8 @@
  *   --seconds S       length of each contended run (default 4)
  *   --tune-seconds S  length of each tuning run (default 1.5)
  *   --think-ms MS     mean think time between acquisitions (default 1)
- *   --rounds N        uncontended rounds per contender (default 9)
- *   --round-ms MS     length of one uncontended round (default 400)
+ *   --rounds N        uncontended rounds per contender (default 20)
+ *   --round-ms MS     length of one uncontended round (default 250)
  *   --no-processes    skip the multi-process runs
  */
 import { execFileSync } from 'node:child_process';
@@ -30,8 +30,8 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: '4' },
     'tune-seconds': { type: 'string', default: '1.5' },
     'think-ms': { type: 'string', default: '1' },
-    rounds: { type: 'string', default: '9' },
-    'round-ms': { type: 'string', default: '400' },
+    rounds: { type: 'string', default: '20' },
+    'round-ms': { type: 'string', default: '250' },
     'no-processes': { type: 'boolean', default: false },
   },
 });
@@ -124,7 +124,7 @@ async function main(): Promise<void> {
     );
     out.push(`peers: ${PEERS.map((p) => `${p.name}@${p.version}`).join(', ')}`);
     out.push(`ping p50 ${fixed(ping.p50, 3)} ms, p99 ${fixed(ping.p99, 3)} ms (${ping.samples} sequential PINGs, idle server)`);
-    out.push('', '## Uncontended (one client, sequential acquire+release; × raw = median of per-round ratios)', '', uncontendedTable(uncontended));
+    out.push('', '## Uncontended (one client, sequential acquire+release, interleaved rounds)', '', uncontendedTable(uncontended));
     out.push(
       '',
       `Sequential ceiling (one worker, raw lock + GET+SET, no think time): ${rate(ceiling.perSecond)} cycles/s`,

@@ -35,7 +35,7 @@ export interface PingResult {
 export async function measurePing(url: string, samples = 2_000): Promise<PingResult> {
   const client = connectData(url);
   try {
-    for (let i = 0; i < 200; i++) await client.ping();
+    for (let i = 0; i < Math.min(200, samples); i++) await client.ping();
     const times: number[] = [];
     for (let i = 0; i < samples; i++) {
       const start = nowMs();
