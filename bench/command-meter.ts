@@ -16,6 +16,7 @@ let installed = false;
 export function installCommandMeter(): void {
   if (installed) return;
   installed = true;
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- called with `apply(this, …)` below
   const original = Redis.prototype.sendCommand;
   // A command queued while connecting passes through sendCommand again when the queue is flushed.
   const seen = new WeakSet<object>();
