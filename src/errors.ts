@@ -127,8 +127,8 @@ export class RedisUnavailableError extends PadlockError {
   override readonly name = 'RedisUnavailableError';
   readonly code = 'REDIS_UNAVAILABLE';
 
-  constructor(lock: string | undefined, cause: unknown) {
-    super(`Redis is unavailable${lock === undefined ? '' : ` for lock "${lock}"`}: ${messageOf(cause)}`, lock, { cause });
+  constructor(lock: string | undefined, cause: unknown, what?: string) {
+    super(`Redis is unavailable${lock === undefined ? '' : ` for lock "${lock}"`}: ${what ?? messageOf(cause)}`, lock, { cause });
   }
 }
 

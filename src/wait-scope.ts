@@ -3,7 +3,7 @@
  * deadline, folded into one AbortSignal whose reason is the error the call rejects with.
  */
 import { monotonicNow } from './clock.js';
-import { LockTimeoutError, PadlockClosedError } from './errors.js';
+import { LockTimeoutError, PadlockClosedError, RedisUnavailableError } from './errors.js';
 
 export class WaitScope {
   readonly #controller = new AbortController();
@@ -66,13 +66,13 @@ export class WaitScope {
     const signal = this.signal;
     if (signal.aborted) {
       promise.then(abandon, () => undefined);
-      return Promise.reject(signal.reason);
+      return Promise.reject(this.#unanswered(signal.reason));
     }
     return new Promise<T>((resolve, reject) => {
       let settled = false;
       const onAbort = (): void => {
         settled = true;
-        reject(signal.reason);
+        reject(this.#unanswered(signal.reason));
       };
       signal.addEventListener('abort', onAbort, { once: true });
       promise.then(
@@ -87,6 +87,14 @@ export class WaitScope {
         },
       );
     });
+  }
+
+  /**
+   * The wait ran out while Redis had not answered a call: that is Redis being unreachable or
+   * frozen, not the lock being busy, so say so (the time-out is the cause).
+   */
+  #unanswered(reason: unknown): unknown {
+    return reason instanceof LockTimeoutError ? new RedisUnavailableError(this.lock, reason, 'no reply before the wait ran out') : reason;
   }
 
   /** Clears the timer and listeners. */

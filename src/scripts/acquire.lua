@@ -23,9 +23,12 @@ elseif ARGV[4] == '1' then
 elseif redis.call('HEXISTS', lock, ':fence') == 1 then
   return {0, redis.call('PTTL', lock)}
 else
+  -- Fresh: exactly the lease asked for (a freed lock's tombstone TTL must not leak into it).
   fence = redis.call('INCR', KEYS[2])
   redis.call('HSET', lock, owner, 1, ':fence', fence)
-  count = 1
+  remember(lock, log, req)
+  redis.call('PEXPIRE', lock, lease)
+  return {1, fence, 1, lease}
 end
 remember(lock, log, req)
 return {1, fence, count, lengthen(lock, lease)}

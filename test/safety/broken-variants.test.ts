@@ -44,13 +44,14 @@ describe('checker: broken variants are caught', () => {
   it('no fence check in the store: a stale holder\'s write lands and an update is lost', async () => {
     const operator = new Padlock({ redis: connect(servers.lock) });
     const { report } = await runChecked(servers, {
-      name: 'broken:no-fence-check', storeMode: 'unchecked', workers: 2, sections: 6, leaseMs: 1_000, workMs: [1, 3],
+      // fairMutex: with barging, worker 1 could finish all its sections before worker 0 reaches its second.
+      name: 'broken:no-fence-check', kind: 'fairMutex', storeMode: 'unchecked', workers: 2, sections: 6, leaseMs: 1_000, workMs: [1, 3],
       configure: (worker) => (worker === 0 ? { linger: { seq: 1 } } : {}),
       during: async (fleet) => {
         // Worker 0 has read the store and holds the lock: take it away (as an expiry would) and let
         // worker 1 complete a section with a higher fence before worker 0 writes.
         const [held, worker] = await fleet.next('holding');
-        assert.equal(await operator.mutex('broken:no-fence-check').forceRelease(), true);
+        assert.equal(await operator.fairMutex('broken:no-fence-check').forceRelease(), true);
         assert.ok(await eventually(() => fleet.completed.some((s) => s.worker === 1 && s.fence > held.fence && s.write === 'ok')));
         worker.send({ type: 'continue' });
       },

@@ -15,7 +15,6 @@ import { openServers, runChecked, type Servers } from './scenario.js';
 const MS = 1_000_000n;
 
 /** docs/safety.md, known bug 1. */
-const TOMBSTONE_BUG = 'src bug: a fresh hold within 10 s of a release keeps the 10 s tombstone TTL (acquire.lua lengthen), so a 450 ms stall never costs a 200 ms lease';
 
 function hold(fence: number, from: number, until: number | null, owner = `owner-${fence}`): SectionRecord {
   return {
@@ -92,7 +91,7 @@ describe('checker: padlock passes', () => {
     assert.ok(exits.every((e) => e.clean), `workers exit by themselves: ${JSON.stringify(exits)}`);
   });
 
-  it('mutex: in that run, stalls past the lease cost the lease and the store refused the stalled holders', { todo: TOMBSTONE_BUG }, () => {
+  it('mutex: in that run, stalls past the lease cost the lease and the store refused the stalled holders', () => {
     const report = mutexReport;
     assert.ok(report !== undefined, 'the run above completed');
     assert.ok(report.lostHolds > 0, `some stalls cost the lease (so the run tested something): ${describeReport(report)}`);

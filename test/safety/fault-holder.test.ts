@@ -16,7 +16,6 @@ import { ParentHolder, openServers, runChecked, type Servers } from './scenario.
 
 const LEASE_MS = 300;
 /** docs/safety.md, known bug 1. */
-const TOMBSTONE_BUG = 'src bug: a fresh hold within 10 s of a release keeps the 10 s tombstone TTL instead of its lease (acquire.lua: lengthen on a fresh hold)';
 /** "No hang" bound for the lock to come back after its holder died: the lease plus scheduling slack. */
 const FREED_WITHIN_MS = LEASE_MS + 1_500;
 
@@ -30,7 +29,7 @@ before(async () => {
 describe('fault: holder killed (SIGKILL)', () => {
   {
     const seq = 2;
-    it('the lock is free again within the lease, the survivors are served, nothing overlaps', { todo: TOMBSTONE_BUG }, async () => {
+    it('the lock is free again within the lease, the survivors are served, nothing overlaps', async () => {
       let freedAfterMs = Infinity;
       const { report, fleet, exits } = await runChecked(servers, {
         workers: 3, sections: 8, leaseMs: LEASE_MS, workMs: [1, 4],
@@ -54,7 +53,7 @@ describe('fault: holder killed (SIGKILL)', () => {
 });
 
 describe('lease of a fresh hold taken right after a release', () => {
-  it('is the lease asked for, not the release tombstone\'s TTL', { todo: TOMBSTONE_BUG }, async () => {
+  it('is the lease asked for, not the release tombstone\'s TTL', async () => {
     const lock = parent.mutex(`tombstone:${process.hrtime.bigint()}`);
     const first = await lock.acquire({ leaseMs: LEASE_MS });
     await first.release();
