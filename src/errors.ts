@@ -139,7 +139,7 @@ export class RedisCommandError extends PadlockError {
 
   constructor(lock: string | undefined, cause: unknown) {
     const text = messageOf(cause);
-    const hint = /WRONGTYPE/.test(text) ? ' (a key in padlock\'s key space holds a value of another type: see docs/protocol.md)' : '';
+    const hint = /WRONGTYPE|unexpected reply/.test(text) ? ' (a key in padlock\'s key space holds data padlock did not write: see docs/protocol.md)' : '';
     super(`Redis refused a command${lock === undefined ? '' : ` for lock "${lock}"`}: ${text}${hint}`, lock, { cause });
   }
 }

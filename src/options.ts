@@ -29,7 +29,7 @@ export interface PadlockOptions {
   prefix?: string;
   /**
    * Default lease in milliseconds, renewed every third of it while held (the watchdog).
-   * From 10 to 2 147 483 647.
+   * From 10 to 2 147 483 647; a fraction is rounded up.
    * @default 30000
    */
   leaseMs?: number;
@@ -43,7 +43,7 @@ export interface AcquireOptions {
    */
   waitMs?: number;
   /**
-   * A fixed lease in milliseconds (10 to 2 147 483 647). When given, the watchdog does not renew the
+   * A fixed lease in milliseconds (10 to 2 147 483 647, a fraction rounded up). When given, the watchdog does not renew the
    * lock unless `autoExtend` is `true`; when the lease runs out the lock is lost.
    * @default the Padlock's `leaseMs`, renewed by the watchdog
    */
@@ -108,6 +108,11 @@ function isPlainObjectOrInstance(value: unknown): value is object {
   return typeof value === 'object' && value !== null;
 }
 
+/** Checks a lease: 10 to 2 147 483 647 ms; a fraction is rounded up (Redis expiries are whole milliseconds). */
+export function checkLeaseMs(option: string, value: unknown): number {
+  return Math.ceil(checkMs(option, value, MIN_LEASE_MS, false));
+}
+
 /** Validates `new Padlock(options)`. */
 export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions & { readonly redis: Redis | Cluster } {
   if (!isPlainObject(options)) throw new PadlockOptionError('options', 'an object with at least { redis }', options);
@@ -117,7 +122,7 @@ export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions 
   if (typeof prefix !== 'string' || !PREFIX_PATTERN.test(prefix)) {
     throw new PadlockOptionError('prefix', 'a string of 1 to 64 characters from A-Z a-z 0-9 _ . : -', prefix);
   }
-  return { redis: redis as Redis | Cluster, prefix, leaseMs: checkMs('leaseMs', leaseMs, MIN_LEASE_MS, false) };
+  return { redis: redis as Redis | Cluster, prefix, leaseMs: checkLeaseMs('leaseMs', leaseMs) };
 }
 
 /** Validates a lock name. */
@@ -143,8 +148,8 @@ export function resolveAcquireOptions(options: unknown, defaults: { waitMs: numb
   if (!isPlainObject(options)) throw new PadlockOptionError('options', 'an object or undefined', options);
   rejectUnknown('options', options, ['waitMs', 'leaseMs', 'autoExtend', 'signal', 'owner']);
   const waitMs = options.waitMs === undefined ? defaults.waitMs : checkMs('waitMs', options.waitMs, 0, true);
-  const leaseMs = options.leaseMs === undefined ? defaults.leaseMs : checkMs('leaseMs', options.leaseMs, MIN_LEASE_MS, false);
-  const autoExtend = options.autoExtend ?? options.leaseMs === undefined;
+  const leaseMs = options.leaseMs === undefined ? defaults.leaseMs : checkLeaseMs('leaseMs', options.leaseMs);
+  const autoExtend = options.autoExtend === undefined ? options.leaseMs === undefined : options.autoExtend;
   if (typeof autoExtend !== 'boolean') throw new PadlockOptionError('autoExtend', 'a boolean', autoExtend);
   const { signal } = options;
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new PadlockOptionError('signal', 'an AbortSignal', signal);

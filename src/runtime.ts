@@ -10,7 +10,7 @@ import { LockLostError, LockNotHeldError, PadlockClosedError, type LockLostReaso
 import type { Hold } from './hold.js';
 import { lockKeys, type LockKeys } from './keys.js';
 import type { LeaseHost } from './lease.js';
-import { checkMs, MIN_LEASE_MS } from './options.js';
+import { checkLeaseMs } from './options.js';
 import type { CommandConnection } from './redis/connection.js';
 import { ScriptRunner } from './redis/script-runner.js';
 import { keySlot } from './redis/slot.js';
@@ -181,7 +181,7 @@ export class Runtime implements LeaseHost {
 
   /** Extends a hold to at least `ms` from now (the lease's `extend`). */
   async extend(hold: Hold, ms: unknown, leaseReleased: boolean): Promise<void> {
-    const lease = checkMs('ms', ms, MIN_LEASE_MS, false);
+    const lease = checkLeaseMs('ms', ms);
     if (leaseReleased || !hold.alive) throw new LockNotHeldError(hold.name, hold.owner, 'extend');
     const sentAt = monotonicNow();
     const [pttl] = await this.runner.run(renewScript, [hold.keys.lock], [hold.owner, lease], hold.name);

@@ -11,6 +11,7 @@
  * release came can tell that it must try again rather than sleep.
  */
 import type { SubscriberConnection } from './redis/connection.js';
+import { wrap } from './redis/script-runner.js';
 
 /** How long an unused subscription is kept. */
 const LINGER_MS = 2_000;
@@ -93,7 +94,14 @@ export class Subscriber {
     const connection = this.#connect();
     let channel = this.#channels.get(name);
     if (channel === undefined) {
-      const ready = connection.subscribe(name).then(() => undefined);
+      const ready = connection.subscribe(name).then(
+        () => undefined,
+        (error: unknown) => {
+          // A refused SUBSCRIBE (e.g. an ACL without the channel) leaves nothing to keep.
+          if (this.#channels.get(name) === channel) this.#channels.delete(name);
+          throw wrap(error, undefined);
+        },
+      );
       ready.catch(() => undefined); // a waiter that awaits it sees the error
       channel = { refs: 0, generation: 0, ready, linger: undefined, sleepers: [], mailbox: new Map() };
       this.#channels.set(name, channel);

@@ -1,11 +1,20 @@
 /**
  * The bounds of one acquire call: the caller's `signal`, the Padlock closing, and the `waitMs`
- * deadline, folded into one AbortSignal whose reason is the error the call rejects with.
+ * deadline. `signal` folds all three (for sleeping); `race` bounds one call to Redis.
  */
 import { monotonicNow } from './clock.js';
 import { LockTimeoutError, PadlockClosedError, RedisUnavailableError } from './errors.js';
 
+/**
+ * Every call to Redis gets at least this long to answer, even past `waitMs` (so a short wait never
+ * fails a free lock for want of time); past both, a silent Redis is reported as unavailable.
+ */
+export const REPLY_GRACE_MS = 1_000;
+
 export class WaitScope {
+  /** Aborted by the caller's signal or by close(). */
+  readonly #interrupt = new AbortController();
+  /** Aborted by an interruption or by the deadline. */
   readonly #controller = new AbortController();
   readonly #started = monotonicNow();
   readonly #timer: NodeJS.Timeout | undefined;
@@ -13,13 +22,17 @@ export class WaitScope {
 
   constructor(
     readonly lock: string,
-    /** How long the call may wait; 0 means one attempt, which is never cut short by the deadline. */
+    /** How long the call may wait: 0 means one attempt. */
     readonly waitMs: number,
     userSignal: AbortSignal | undefined,
     closing: AbortSignal,
   ) {
-    const onUser = (): void => this.#controller.abort(userSignal?.reason);
-    const onClose = (): void => this.#controller.abort(new PadlockClosedError(lock));
+    const interrupt = (reason: unknown): void => {
+      this.#interrupt.abort(reason);
+      this.#controller.abort(reason);
+    };
+    const onUser = (): void => interrupt(userSignal?.reason);
+    const onClose = (): void => interrupt(new PadlockClosedError(lock));
     userSignal?.addEventListener('abort', onUser, { once: true });
     closing.addEventListener('abort', onClose, { once: true });
     this.#unlink = () => {
@@ -33,7 +46,7 @@ export class WaitScope {
     }
   }
 
-  /** Aborted when the call must give up; `reason` is the error to reject with. */
+  /** Aborted when the call must stop waiting; `reason` is the error to reject with. */
   get signal(): AbortSignal {
     return this.#controller.signal;
   }
@@ -59,42 +72,50 @@ export class WaitScope {
   }
 
   /**
-   * Waits for `promise` unless the scope ends first. If it does, the promise keeps running and
-   * `abandon` receives its value, so that whatever it obtained can be given back.
+   * Waits for a call to Redis unless the caller gives up or padlock closes, or — with a finite
+   * `waitMs` — Redis stays silent past both the deadline and {@link REPLY_GRACE_MS}. If the wait
+   * ends first, the call keeps running and `abandon` receives its value, so that whatever it
+   * obtained can be given back.
    */
   race<T>(promise: Promise<T>, abandon?: (value: T) => void): Promise<T> {
-    const signal = this.signal;
-    if (signal.aborted) {
+    const interrupt = this.#interrupt.signal;
+    if (interrupt.aborted) {
       promise.then(abandon, () => undefined);
-      return Promise.reject(this.#unanswered(signal.reason));
+      return Promise.reject(interrupt.reason);
     }
     return new Promise<T>((resolve, reject) => {
       let settled = false;
-      const onAbort = (): void => {
+      const giveUp = (error: unknown): void => {
+        if (settled) return;
         settled = true;
-        reject(this.#unanswered(signal.reason));
+        cleanup();
+        reject(error);
       };
-      signal.addEventListener('abort', onAbort, { once: true });
+      const onInterrupt = (): void => giveUp(interrupt.reason);
+      const silence =
+        this.waitMs === Infinity
+          ? undefined
+          : setTimeout(
+              () => giveUp(new RedisUnavailableError(this.lock, this.timeout(), `no reply within ${Math.round(this.waitedMs)} ms`)),
+              Math.max(this.remainingMs, REPLY_GRACE_MS),
+            );
+      const cleanup = (): void => {
+        interrupt.removeEventListener('abort', onInterrupt);
+        if (silence !== undefined) clearTimeout(silence);
+      };
+      interrupt.addEventListener('abort', onInterrupt, { once: true });
       promise.then(
         (value) => {
-          signal.removeEventListener('abort', onAbort);
           if (settled) abandon?.(value);
-          else resolve(value);
+          else {
+            settled = true;
+            cleanup();
+            resolve(value);
+          }
         },
-        (error: unknown) => {
-          signal.removeEventListener('abort', onAbort);
-          if (!settled) reject(error);
-        },
+        (error: unknown) => giveUp(error),
       );
     });
-  }
-
-  /**
-   * The wait ran out while Redis had not answered a call: that is Redis being unreachable or
-   * frozen, not the lock being busy, so say so (the time-out is the cause).
-   */
-  #unanswered(reason: unknown): unknown {
-    return reason instanceof LockTimeoutError ? new RedisUnavailableError(this.lock, reason, 'no reply before the wait ran out') : reason;
   }
 
   /** Clears the timer and listeners. */

@@ -45,10 +45,16 @@ export class ScriptRunner {
         throw wrap(retryError, lock);
       }
     }
-    return script.parse(reply);
+    try {
+      return script.parse(reply);
+    } catch (error) {
+      // Only data padlock did not write (a foreign or corrupted key) can make a script answer so.
+      throw new RedisCommandError(lock, error);
+    }
   }
 }
 
-function wrap(error: unknown, lock: string | undefined): Error {
+/** A client error as padlock's typed error: a reply error from Redis, or the connection failing. */
+export function wrap(error: unknown, lock: string | undefined): Error {
   return isReplyError(error) ? new RedisCommandError(lock, error) : new RedisUnavailableError(lock, error);
 }
