@@ -31,11 +31,14 @@ export class Mutex extends Lock {
   }
 
   protected async obtain(owner: string, options: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant> {
-    let watch: Watch | undefined;
+    // While this process already listens on the lock (other local waiters), start from there:
+    // then one attempt suffices before sleeping.
+    let watch: Watch | undefined = this.runtime.subscriber.isSubscribed(this.keys.released) ? this.runtime.subscriber.watch(this.keys.released) : undefined;
     const abandon = (late: AcquireReply): void => {
       if (late.status === 'acquired') this.giveBack(owner, late.holdCount);
     };
     try {
+      if (watch !== undefined) await scope.race(watch.ready);
       for (;;) {
         const generation = watch?.generation;
         const sentAt = monotonicNow();

@@ -35,12 +35,13 @@ end
 -- before its turn blocks the queue no longer than that; the live one lengthens it at once.
 -- Publishes "owner fence pttl" on the waiter's client channel. Returns the new owner or false.
 local function hand_off(lock, fence_key, queue, waiters, channel)
-  local now = server_now()
+  local now
   while true do
     local head = redis.call('LPOP', queue)
     if not head then
       return false
     end
+    now = now or server_now()
     local entry = redis.call('HGET', waiters, head)
     redis.call('HDEL', waiters, head)
     if entry then
@@ -57,11 +58,11 @@ local function hand_off(lock, fence_key, queue, waiters, channel)
   end
 end
 
--- Frees a lock whose last hold is gone: hands it to the queue head when there is one, otherwise
--- leaves a tombstone (the request log) and announces the release.
+-- Frees a lock whose last hold is gone (its owner and ':fence' fields already deleted): hands it
+-- to the queue head when there is one, otherwise leaves a tombstone (the request log) and
+-- announces the release.
 local function free_lock(lock, fence_key, queue, waiters, channel, tombstone)
-  redis.call('HDEL', lock, ':fence')
-  if queue and hand_off(lock, fence_key, queue, waiters, channel) then
+  if hand_off(lock, fence_key, queue, waiters, channel) then
     return
   end
   redis.call('PEXPIRE', lock, tombstone)

@@ -50,7 +50,6 @@ if redis.call('HEXISTS', lock, ':fence') == 0 and (not head or head == owner) th
   end
   local fence = redis.call('INCR', fence_key)
   redis.call('HSET', lock, owner, 1, ':fence', fence)
-  remember(lock, read_log(lock), req)
   redis.call('PEXPIRE', lock, lease)
   return {1, fence, 1, lease}
 end

@@ -11,6 +11,6 @@ redis.call('HDEL', KEYS[4], owner)
 if redis.call('HEXISTS', lock, owner) == 0 then
   return 0
 end
-redis.call('HDEL', lock, owner)
+redis.call('HDEL', lock, owner, ':fence')
 free_lock(lock, KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3])
 return 1

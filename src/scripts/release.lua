@@ -22,6 +22,6 @@ if count > 0 then
   redis.call('HSET', lock, owner, count)
   return {1, count}
 end
-redis.call('HDEL', lock, owner)
+redis.call('HDEL', lock, owner, ':fence')
 free_lock(lock, KEYS[2], KEYS[3], KEYS[4], ARGV[4], ARGV[5])
 return {1, 0}
