@@ -3,12 +3,10 @@
  * first watcher subscribes; when the last leaves, the subscription lingers briefly (so a process
  * that waits again soon does not pay SUBSCRIBE/UNSUBSCRIBE each time) and is then dropped.
  *
- * Two kinds of message:
- * - a plain release announcement (mutex): wakes one local sleeper (no herd inside a process);
- * - an addressed one, `"<owner> …"` (fair-mutex handoff): goes to the sleeper waiting under that
- *   owner, or to a mailbox it reads before sleeping, so it is never lost between two attempts.
- * Every message bumps the channel's generation, so a waiter whose attempt was in flight when a
- * release came can tell that it must try again rather than sleep.
+ * Messages are addressed, `"<owner> …"` (a wake-up or a handoff for one waiter): each goes to the
+ * sleeper waiting under that owner, or to a mailbox it reads before sleeping, so that a message
+ * arriving while its waiter's attempt is in flight is never lost. After a reconnect every sleeper
+ * is woken (messages sent meanwhile are gone), and asks Redis again.
  */
 import type { SubscriberConnection } from './redis/connection.js';
 import { wrap } from './redis/script-runner.js';
@@ -17,13 +15,12 @@ import { wrap } from './redis/script-runner.js';
 const LINGER_MS = 2_000;
 
 interface Sleeper {
-  readonly owner: string | undefined;
+  readonly owner: string;
   readonly wake: (message: string | null) => void;
 }
 
 interface Channel {
   refs: number;
-  generation: number;
   ready: Promise<void>;
   linger: NodeJS.Timeout | undefined;
   readonly sleepers: Sleeper[];
@@ -34,14 +31,11 @@ interface Channel {
 export interface Watch {
   /** Resolves once the channel is subscribed (messages published after that are seen). */
   readonly ready: Promise<void>;
-  /** Messages seen on the channel so far (plus reconnects). */
-  readonly generation: number;
   /**
-   * Sleeps until a message wakes this waiter or `ms` pass; rejects with `signal.reason` on abort.
-   * With `owner`, only a message addressed to that owner wakes it (or a reconnect, with `null`).
-   * Resolves with the message, or `null` on time-out or reconnect.
+   * Sleeps until a message addressed to `owner` comes or `ms` pass; rejects with `signal.reason` on
+   * abort. Resolves with the message, or `null` on time-out or reconnect.
    */
-  sleep(ms: number, signal: AbortSignal, owner?: string): Promise<string | null>;
+  sleep(ms: number, signal: AbortSignal, owner: string): Promise<string | null>;
   /** Takes (and removes) the message addressed to `owner` that came while it was not sleeping. */
   take(owner: string): string | undefined;
   /** Leaves the channel (unsubscribes after a linger when last). Safe to call twice. */
@@ -103,7 +97,7 @@ export class Subscriber {
         },
       );
       ready.catch(() => undefined); // a waiter that awaits it sees the error
-      channel = { refs: 0, generation: 0, ready, linger: undefined, sleepers: [], mailbox: new Map() };
+      channel = { refs: 0, ready, linger: undefined, sleepers: [], mailbox: new Map() };
       this.#channels.set(name, channel);
     }
     if (channel.linger !== undefined) {
@@ -115,9 +109,6 @@ export class Subscriber {
     let closed = false;
     return {
       ready: state.ready,
-      get generation() {
-        return state.generation;
-      },
       sleep: (ms, signal, owner) => sleep(state, ms, signal, owner),
       take: (owner) => {
         const message = state.mailbox.get(owner);
@@ -140,14 +131,8 @@ export class Subscriber {
 
   #deliver(name: string, message: string): void {
     const channel = this.#channels.get(name);
-    if (channel === undefined) return;
-    channel.generation++;
     const space = message.indexOf(' ');
-    if (space < 0) {
-      // A release announcement: one sleeper that waits for any release.
-      channel.sleepers.find((s) => s.owner === undefined)?.wake(message);
-      return;
-    }
+    if (channel === undefined || space < 0) return;
     const owner = message.slice(0, space);
     const sleeper = channel.sleepers.find((s) => s.owner === owner);
     if (sleeper !== undefined) sleeper.wake(message);
@@ -168,11 +153,10 @@ export class Subscriber {
 }
 
 function wakeAll(channel: Channel): void {
-  channel.generation++;
   for (const sleeper of [...channel.sleepers]) sleeper.wake(null);
 }
 
-function sleep(channel: Channel, ms: number, signal: AbortSignal, owner: string | undefined): Promise<string | null> {
+function sleep(channel: Channel, ms: number, signal: AbortSignal, owner: string): Promise<string | null> {
   return new Promise<string | null>((resolve, reject) => {
     if (signal.aborted) {
       reject(signal.reason);

@@ -4,7 +4,7 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { lockKeys } from '../src/keys.js';
-import { fairAcquireScript, fairLeaveScript } from '../src/scripts/index.js';
+import { acquireScript, leaveScript } from '../src/scripts/index.js';
 import { commandCalls, connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
 
 const fixture = (name: string): string => fileURLToPath(new URL(`./fixtures/${name}.js`, import.meta.url));
@@ -105,13 +105,13 @@ describe('fairMutex', () => {
     const holder = await p.fairMutex('fair:passon').acquire();
     // A waiter from some client that will never read its message.
     const ghost = 'g'.repeat(32);
-    const queued = await run(fairAcquireScript, [ghost, 30_000, 'req-ghost1', 'queue', 'ghostclient', 5_000]);
+    const queued = await run(acquireScript, [ghost, 30_000, 'req-ghost1', 'queue', 'ghostclient', 5_000, 'fair']);
     assert.equal((queued as number[])[0], 0, 'queued');
     const live = p.fairMutex('fair:passon').acquire({ waitMs: 10_000 });
     assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 2));
     await holder.release(); // handed to the ghost
     assert.equal(await admin.hget(keys.lock, ghost), '1');
-    assert.equal(await run(fairLeaveScript, [ghost, keys.released, 10_000]), 1, 'the ghost gives up and passes the lock on');
+    assert.equal(await run(leaveScript, [ghost, keys.released, 10_000]), 1, 'the ghost gives up and passes the lock on');
     const lease = await live;
     assert.ok(lease.isHeld);
     await lease.release();

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
 import { Lease, LockNotHeldError, LockTimeoutError, Padlock, PadlockClosedError } from '../src/index.js';
 import type { RedisServer } from '../src/devserver/redis-server.js';
-import { acquireScript, fairAcquireScript, releaseScript } from '../src/scripts/index.js';
+import { acquireScript, releaseScript } from '../src/scripts/index.js';
 import { lockKeys } from '../src/keys.js';
 import { activeResources, connect, delay, padlockOn, startServer } from './harness/redis.js';
 
@@ -159,9 +159,7 @@ for (const kind of ['mutex', 'fairMutex'] as const) {
         admin.eval(script.source, keys.length, ...keys, ...args);
       // The kind's own acquire script, fresh (first) or re-entering.
       const acquire = (req: string, reenter: boolean) =>
-        kind === 'mutex'
-          ? call(acquireScript, [keys.lock, keys.fence], [owner, 10_000, req, reenter ? '1' : '0'])
-          : call(fairAcquireScript, all, [owner, 10_000, req, reenter ? 'reenter' : 'queue', 'client', 3_000]);
+        call(acquireScript, all, [owner, 10_000, req, reenter ? 'reenter' : 'queue', 'client', 3_000, kind === 'mutex' ? 'mutex' : 'fair']);
       const release = (req: string) => call(releaseScript, all, [owner, 1, req, keys.released, 10_000]);
       assert.deepEqual(await acquire('req-acquire1', false), [1, 1, 1, 10_000]);
       // The same request again, as ioredis would resend it after a reconnect.
@@ -203,7 +201,10 @@ for (const kind of ['mutex', 'fairMutex'] as const) {
       const reason = new Error('caller gave up');
       controller.abort(reason);
       await assert.rejects(waiting, (e) => e === reason);
-      assert.deepEqual(Object.keys(await admin.hgetall(lockKeys('padlock', 'wait:abort').lock)).filter((f) => !f.startsWith(':')), [holder.owner]);
+      const keys = lockKeys('padlock', 'wait:abort');
+      assert.deepEqual(Object.keys(await admin.hgetall(keys.lock)).filter((f) => !f.startsWith(':')), [holder.owner]);
+      assert.equal(await admin.llen(keys.queue), 0, 'no queue entry left');
+      assert.equal(await admin.hlen(keys.waiters), 0);
       assert.equal(p.runtime.subscriber.activeChannelCount, 0, 'the waiter left its channel');
       await holder.release();
       await assert.rejects(p[kind]('wait:abort').acquire({ signal: AbortSignal.abort(reason) }), (e) => e === reason);

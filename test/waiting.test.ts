@@ -1,7 +1,8 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RedisServer } from '../src/devserver/redis-server.js';
-import { lockKeys } from '../src/keys.js';
+import { lockKeys, waiterChannel } from '../src/keys.js';
+import { acquireScript, leaveScript } from '../src/scripts/index.js';
 import { commandCalls, connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
 
 let server: RedisServer;
@@ -45,14 +46,15 @@ describe('waiting without polling (mutex)', () => {
     await lease.release();
   });
 
-  it('wakes one local waiter per release, not all of them', async () => {
+  it('wakes one waiter per release, across clients as within one, not all of them', async () => {
     const admin = connect(server);
     const holderSide = padlockOn(server, { leaseMs: 60_000 });
-    const waiters = padlockOn(server, { leaseMs: 60_000 });
+    // Four clients (as four processes would be), two waiters each.
+    const clients = Array.from({ length: 4 }, () => padlockOn(server, { leaseMs: 60_000 }));
     const holder = await holderSide.mutex('wake:one').acquire();
     const order: number[] = [];
     const tasks = Array.from({ length: 8 }, (_, i) =>
-      waiters.mutex('wake:one').acquire({ waitMs: 20_000 }).then(async (lease) => {
+      clients[i % 4]!.mutex('wake:one').acquire({ waitMs: 20_000 }).then(async (lease) => {
         order.push(i);
         await delay(5);
         await lease.release();
@@ -64,8 +66,35 @@ describe('waiting without polling (mutex)', () => {
     await Promise.all(tasks);
     const calls = (await commandCalls(admin, 'evalsha')) - before;
     assert.equal(order.length, 8);
-    // 8 acquisitions + 8 releases; a herd would cost ~8 attempts per release (~70 calls).
-    assert.ok(calls <= 24, `${calls} script calls for 8 handoffs`);
+    // 8 woken attempts + 8 releases; a herd would cost up to 8 attempts per release (~45 calls).
+    assert.ok(calls <= 20, `${calls} script calls for 8 handoffs`);
+  });
+
+  it('a wake-up given to a waiter that gives up is passed on, and one given to a dead waiter costs a heartbeat at most', async () => {
+    const admin = connect(server);
+    const keys = lockKeys('padlock', 'wake:ghost');
+    const all = [keys.lock, keys.fence, keys.queue, keys.waiters];
+    const run = (script: { source: string }, args: (string | number)[]) => admin.eval(script.source, all.length, ...all, ...args);
+    const holderSide = padlockOn(server, { leaseMs: 60_000 });
+    const waiterSide = padlockOn(server, { leaseMs: 60_000 });
+    // A queued waiter of a client that never reads its channel, ahead of a real one.
+    const ghost = 'g'.repeat(32);
+    let holder = await holderSide.mutex('wake:ghost').acquire();
+    await run(acquireScript, [ghost, 60_000, 'req-ghost1', 'queue', 'ghostclient', 30_000, 'mutex']);
+    let waiting = waiterSide.mutex('wake:ghost').acquire({ waitMs: 800 }); // less than a heartbeat
+    assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 2));
+    await holder.release(); // wakes the ghost, the first in the queue
+    assert.equal(await admin.llen(keys.queue), 1);
+    await run(leaveScript, [ghost, keys.released, 10_000]); // the ghost gives up: its wake goes on
+    await (await waiting).release();
+
+    // A dead waiter (it never gives up): the live one retries at its next heartbeat.
+    holder = await holderSide.mutex('wake:ghost').acquire();
+    await run(acquireScript, [ghost, 60_000, 'req-ghost2', 'queue', 'ghostclient', 30_000, 'mutex']);
+    waiting = waiterSide.mutex('wake:ghost').acquire({ waitMs: 10_000 });
+    assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 2));
+    await holder.release();
+    await (await waiting).release();
   });
 
   it('a waiter whose holder crashed proceeds after the lease, with no message', async () => {
@@ -86,18 +115,19 @@ describe('waiting without polling (mutex)', () => {
     const a = padlockOn(server);
     const b = padlockOn(server);
     const admin = connect(server);
+    const channel = waiterChannel(lockKeys('padlock', 'wake:unsub'), b.runtime.clientId);
     const holder = await a.mutex('wake:unsub').acquire();
     const w1 = b.mutex('wake:unsub').acquire({ waitMs: 100 }).catch((e: unknown) => e);
     const w2 = b.mutex('wake:unsub').acquire({ waitMs: 5_000 });
     await delay(50);
     assert.equal(b.runtime.subscriber.channelCount, 1, 'one subscription shared by two waiters');
-    assert.deepEqual(await admin.pubsub('NUMSUB', lockKeys('padlock', 'wake:unsub').released), [lockKeys('padlock', 'wake:unsub').released, 1]);
+    assert.deepEqual(await admin.pubsub('NUMSUB', channel), [channel, 1]);
     await w1;
     assert.equal(b.runtime.subscriber.activeChannelCount, 1);
     await holder.release();
     await (await w2).release();
     assert.equal(b.runtime.subscriber.activeChannelCount, 0);
     assert.ok(await eventually(() => b.runtime.subscriber.channelCount === 0, 5_000), 'unsubscribed after lingering');
-    assert.deepEqual(await admin.pubsub('NUMSUB', lockKeys('padlock', 'wake:unsub').released), [lockKeys('padlock', 'wake:unsub').released, 0]);
+    assert.deepEqual(await admin.pubsub('NUMSUB', channel), [channel, 0]);
   });
 });

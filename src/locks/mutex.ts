@@ -1,64 +1,134 @@
 /**
- * The reentrant mutex: one owner at a time, barging allowed. Waiters sleep on the lock's release
- * channel and are woken one per process per release, with a fallback timer bounded by the holder's
- * remaining lease for a holder that died without publishing anything.
+ * The reentrant mutex, and the waiting it shares with the fair mutex. A waiter that finds the lock
+ * held joins a queue in Redis (in the same call), then sleeps on its client's channel. A release
+ * gives the turn to the first live waiter of the queue, in the release script itself: a mutex
+ * waiter is woken (one waiter across all processes, no herd) and tries again, though a newcomer
+ * may take the lock first (barging); a fair waiter is handed the lock outright (see fair-mutex.ts).
+ * Waiters refresh a heartbeat while they wait; the scripts skip a waiter whose heartbeat ran out.
  */
-import { monotonicNow } from '../clock.js';
+import { driftMs, monotonicNow } from '../clock.js';
+import { waiterChannel } from '../keys.js';
 import { MAX_MS, type ResolvedAcquireOptions } from '../options.js';
-import { acquireScript, type AcquireReply } from '../scripts/index.js';
+import { TOMBSTONE_MS } from '../runtime.js';
+import { acquireScript, leaveScript, type AcquireReply } from '../scripts/index.js';
 import type { Watch } from '../subscriber.js';
 import { newRequestId } from '../tokens.js';
 import type { WaitScope } from '../wait-scope.js';
 import { Lock, type Grant } from './lock.js';
 
-/** Sleep this long when the holder's remaining lease is unknown (no expiry on the key). */
-const UNKNOWN_LEASE_FALLBACK_MS = 1_000;
+/** A waiter refreshes its place in the queue at least this often. */
+const HEARTBEAT_MS = 1_000;
+/** A waiter that missed this many heartbeats in a row is taken for dead and skipped. */
+const HEARTBEATS_ALLOWED = 3;
+/** How long giving up may wait for Redis to take the waiter out of the queue. */
+const LEAVE_TIMEOUT_MS = 2_000;
+
+/** How an attempt treats the queue (see acquire.lua). */
+type Mode = 'try' | 'queue' | 'requeue' | 'reenter';
 
 export class Mutex extends Lock {
-  #attempt(owner: string, leaseMs: number, reentryOnly: boolean): Promise<AcquireReply> {
+  /** How a free lock is shared out: see acquire.lua's ARGV[7]. */
+  protected readonly kind: 'mutex' | 'fair' = 'mutex';
+
+  #attempt(owner: string, leaseMs: number, mode: Mode, heartbeatMs: number): Promise<AcquireReply> {
+    const keys = this.keys;
     return this.runtime.runner.run(
       acquireScript,
-      [this.keys.lock, this.keys.fence],
-      [owner, leaseMs, newRequestId(), reentryOnly ? '1' : '0'],
+      [keys.lock, keys.fence, keys.queue, keys.waiters],
+      [owner, leaseMs, newRequestId(), mode, this.runtime.clientId, heartbeatMs * HEARTBEATS_ALLOWED, this.kind],
       this.name,
     );
   }
 
   protected async reenterOnce(owner: string, leaseMs: number): Promise<Grant | null> {
     const sentAt = monotonicNow();
-    const reply = await this.#attempt(owner, leaseMs, true);
+    const reply = await this.#attempt(owner, leaseMs, 'reenter', HEARTBEAT_MS);
     return reply.status === 'acquired' ? { ...reply, sentAt } : null;
   }
 
+  /**
+   * The grant a message from a release carries, or `null` when the waiter must ask Redis again.
+   * A mutex waiter is only woken; the fair mutex reads its handoff here.
+   */
+  protected grantFrom(_message: string, _lastSentAt: number): Grant | null {
+    return null;
+  }
+
   protected async obtain(owner: string, options: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant> {
-    // While this process already listens on the lock (other local waiters), start from there:
-    // then one attempt suffices before sleeping.
-    let watch: Watch | undefined = this.runtime.subscriber.isSubscribed(this.keys.released) ? this.runtime.subscriber.watch(this.keys.released) : undefined;
+    // Short leases need frequent heartbeats: a fair handoff's lease counts from the last one sent.
+    const heartbeatMs = Math.max(5, Math.min(HEARTBEAT_MS, options.leaseMs / 3));
+    const channel = waiterChannel(this.keys, this.runtime.clientId);
+    let watch: Watch | undefined;
+    let queued = false;
     const abandon = (late: AcquireReply): void => {
       if (late.status === 'acquired') this.giveBack(owner, late.holdCount);
     };
     try {
-      if (watch !== undefined) await scope.race(watch.ready);
+      // While this client already listens (other local waiters), join the queue at once.
+      let mode: Mode = this.runtime.subscriber.isSubscribed(channel) ? 'queue' : 'try';
       for (;;) {
-        const generation = watch?.generation;
-        const sentAt = monotonicNow();
-        const reply = await scope.race(this.#attempt(owner, options.leaseMs, false), abandon);
-        if (reply.status === 'acquired') return { ...reply, sentAt };
-        if (reply.status === 'not-held' || scope.waitMs === 0) throw scope.timeout();
-        scope.check();
-        if (watch === undefined) {
-          // Subscribe, then try again: a release between the first attempt and the subscription
-          // would otherwise go unseen.
-          watch = this.runtime.subscriber.watch(this.keys.released);
+        if (mode !== 'try' && watch === undefined) {
+          // Listen before joining the queue, so that the wake-up or handoff cannot be missed.
+          watch = this.runtime.subscriber.watch(channel);
           await scope.race(watch.ready);
+        }
+        const sentAt = monotonicNow();
+        const reply: AcquireReply = await scope.race(this.#attempt(owner, options.leaseMs, mode, heartbeatMs), abandon);
+        if (reply.status === 'acquired') return { ...reply, sentAt };
+        if (scope.waitMs === 0 || reply.status === 'not-held') throw scope.timeout();
+        if (mode === 'try') {
+          mode = 'queue';
           continue;
         }
-        if (watch.generation !== generation) continue; // a release came while the attempt was in flight
-        const fallback = reply.pttl > 0 ? reply.pttl + 1 : reply.pttl === -2 ? 0 : UNKNOWN_LEASE_FALLBACK_MS;
-        await watch.sleep(Math.min(fallback, scope.remainingMs, MAX_MS), scope.signal);
+        queued = true;
+        // Sleep until a release turns to us, the next heartbeat, or the holder's lease runs out
+        // (a crashed holder releases nothing).
+        const fallback: number = reply.pttl > 0 ? reply.pttl + 1 : heartbeatMs;
+        const message: string | null | undefined = watch?.take(owner) ?? (await watch?.sleep(Math.min(heartbeatMs, fallback, scope.remainingMs, MAX_MS), scope.signal, owner));
+        if (message !== undefined && message !== null) {
+          const grant = this.grantFrom(message, sentAt);
+          if (grant !== null) return grant;
+        }
+        // Woken but beaten to the lock: back to the head of the queue, not the tail.
+        mode = message === undefined || message === null ? 'queue' : 'requeue';
+        scope.check();
       }
+    } catch (error) {
+      if (queued) await this.#leave(owner);
+      throw error;
     } finally {
       watch?.close();
     }
   }
+
+  /** Leaves the queue, passing on a lock or wake-up given meanwhile. Bounded, never throws. */
+  async #leave(owner: string): Promise<void> {
+    const keys = this.keys;
+    const leave = this.runtime.runner.run(
+      leaveScript,
+      [keys.lock, keys.fence, keys.queue, keys.waiters],
+      [owner, keys.released, TOMBSTONE_MS],
+      this.name,
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, LEAVE_TIMEOUT_MS)));
+    await Promise.race([leave.then(() => undefined, () => undefined), timeout]);
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Reads a fair handoff, `"<owner> <fence> <pttl>"`. The lease began after the waiter's last queue
+ * call was sent (the handoff can only follow it), so that call's send time bounds it safely. A
+ * lease that would already be nearly over by that bound is confirmed by another attempt instead
+ * (which also claims it), so `null` here means "ask Redis".
+ */
+export function handoffGrant(message: string, lastSentAt: number): Grant | null {
+  const [, fenceText, pttlText] = message.split(' ');
+  const fence = Number(fenceText);
+  const pttl = Number(pttlText);
+  if (!Number.isInteger(fence) || !Number.isInteger(pttl)) return null;
+  const remaining = lastSentAt + pttl - driftMs(pttl) - monotonicNow();
+  if (remaining < pttl / 2) return null;
+  return { fence, holdCount: 1, pttl, sentAt: lastSentAt };
 }

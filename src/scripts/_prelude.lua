@@ -29,11 +29,12 @@ local function server_now()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- Fair mutex: hands a free lock to the first live waiter of the queue, skipping (and forgetting)
--- waiters whose heartbeat ran out. A waiter entry is "expiry:leaseMs:allowanceMs:clientId" (server
--- ms). The first lease is capped at the waiter's heartbeat allowance, so a waiter that died just
--- before its turn blocks the queue no longer than that; the live one lengthens it at once.
--- Publishes "owner fence pttl" on the waiter's client channel. Returns the new owner or false.
+-- Gives a free lock's turn to the first live waiter of the queue, skipping (and forgetting) waiters
+-- whose heartbeat ran out. A waiter entry is "expiry:leaseMs:allowanceMs:kind:clientId" (server ms).
+-- A fair waiter is handed the lock: new fence, first lease capped at its heartbeat allowance (so a
+-- waiter that died just before its turn blocks the queue no longer than that; the live one
+-- lengthens it at once), and "owner fence pttl" published on its client's channel; returns true.
+-- A mutex waiter is only woken ("owner wake"): the lock stays free, anyone may take it; false.
 local function hand_off(lock, fence_key, queue, waiters, channel)
   local now
   while true do
@@ -45,22 +46,26 @@ local function hand_off(lock, fence_key, queue, waiters, channel)
     local entry = redis.call('HGET', waiters, head)
     redis.call('HDEL', waiters, head)
     if entry then
-      local expiry, lease, allowance, client = string.match(entry, '^(%d+):(%d+):(%d+):(.+)$')
+      local expiry, lease, allowance, kind, client = string.match(entry, '^(%d+):(%d+):(%d+):(%a+):(.+)$')
       if tonumber(expiry) >= now then
+        if kind ~= 'fair' then
+          redis.call('PUBLISH', channel .. ':' .. client, head .. ' wake')
+          return false
+        end
         local fence = redis.call('INCR', fence_key)
         local pttl = math.min(tonumber(lease), tonumber(allowance))
         redis.call('HSET', lock, head, 1, ':fence', fence)
         redis.call('PEXPIRE', lock, pttl)
         redis.call('PUBLISH', channel .. ':' .. client, head .. ' ' .. fence .. ' ' .. pttl)
-        return head
+        return true
       end
     end
   end
 end
 
 -- Frees a lock whose last hold is gone (its owner and ':fence' fields already deleted): hands it
--- to the queue head when there is one, otherwise leaves a tombstone (the request log) and
--- announces the release.
+-- to, or wakes, the queue's first live waiter; unless handed over, leaves a tombstone (the request
+-- log) and announces the release.
 local function free_lock(lock, fence_key, queue, waiters, channel, tombstone)
   if hand_off(lock, fence_key, queue, waiters, channel) then
     return

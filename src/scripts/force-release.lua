@@ -1,6 +1,6 @@
 --[[
-  Delete a lock whoever holds it (operators), and wake its waiters: a fair mutex's queue head is
-  handed the lock, a mutex's waiters hear the release.
+  Delete a lock whoever holds it (operators), and free it as a release does: the queue's first
+  live waiter is handed the lock (fair) or woken (mutex).
   KEYS[1] lock hash   KEYS[2] fence counter   KEYS[3] queue list   KEYS[4] waiters hash
   ARGV[1] release channel  ARGV[2] tombstone ms
   Returns 1 when the lock was held, 0 when it was free. The fence counter is kept.

@@ -35,7 +35,7 @@ function at(values: readonly number[], index: number, script: string): number {
   return value === undefined ? fail(script, values) : value;
 }
 
-/** Reads `{1, fence, holdCount, pttl}` / `{0, pttl}` / `{-1}`, the reply of both acquire scripts. */
+/** Reads `{1, fence, holdCount, pttl}` / `{0, pttl}` / `{-1}`, acquire.lua's reply. */
 function acquireReply(script: string) {
   return (reply: unknown): AcquireReply => {
     const r = integers(script, reply);
@@ -52,11 +52,8 @@ function acquireReply(script: string) {
   };
 }
 
-/** Acquire or re-enter a mutex; see acquire.lua. */
+/** Acquire, queue for, or re-enter a mutex or fair mutex; see acquire.lua (`busy`: must wait). */
 export const acquireScript = defineScript('acquire.lua', luaSources.acquire, acquireReply('acquire.lua'));
-
-/** Acquire, queue for, or re-enter a fair mutex; see fair-acquire.lua (`busy`: must wait). */
-export const fairAcquireScript = defineScript('fair-acquire.lua', luaSources.fairAcquire, acquireReply('fair-acquire.lua'));
 
 /** Release holds of a mutex; see release.lua. */
 export const releaseScript = defineScript('release.lua', luaSources.release, (reply): ReleaseReply => {
@@ -88,8 +85,8 @@ export const inspectScript = defineScript('inspect.lua', luaSources.inspect, (re
   return { fence: fence as number, pttl: pttl as number, holders };
 });
 
-/** A fair-mutex waiter leaves the queue; see fair-leave.lua. True when a lock handed to it was passed on. */
-export const fairLeaveScript = defineScript('fair-leave.lua', luaSources.fairLeave, (reply): boolean => {
-  if (reply !== 0 && reply !== 1) fail('fair-leave.lua', reply);
+/** A queued waiter leaves the queue; see leave.lua. True when a lock handed to it was passed on. */
+export const leaveScript = defineScript('leave.lua', luaSources.leave, (reply): boolean => {
+  if (reply !== 0 && reply !== 1) fail('leave.lua', reply);
   return reply === 1;
 });

@@ -1,6 +1,6 @@
 --[[
-  Release holds of a mutex or fair mutex; the last one frees the lock: a fair mutex hands it to
-  the first live waiter of its queue (direct handoff), otherwise the release is announced.
+  Release holds of a mutex or fair mutex; the last one frees the lock: the first live waiter of
+  the queue is handed the lock (fair) or woken (mutex), and the release is announced.
   KEYS[1] lock hash   KEYS[2] fence counter   KEYS[3] queue list (fair)   KEYS[4] waiters hash (fair)
   ARGV[1] owner token  ARGV[2] holds to release (>= 1)  ARGV[3] request id
   ARGV[4] release channel  ARGV[5] tombstone ms
