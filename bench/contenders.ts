@@ -148,8 +148,14 @@ function openPadlock(client: Redis, kind: PadlockKind): Contender {
   };
 }
 
-function openRedlock(client: Redis, settings: RedlockTuning): Contender {
-  const redlock = new Redlock([client], settings);
+/** The part of redlock's API that its fork @sesamecare-oss/redlock shares. */
+interface RedlockLike {
+  on(event: 'error', listener: () => void): unknown;
+  acquire(keys: string[], durationMs: number): Promise<{ release(): Promise<unknown> }>;
+}
+
+/** Either redlock: a refused acquisition is its ExecutionError (out of retries), anything else a failure. */
+function openRedlockLike(client: Redis, redlock: RedlockLike, ExecutionError: abstract new (...args: never[]) => Error): Contender {
   redlock.on('error', () => undefined);
   return {
     async acquire(key) {
@@ -157,7 +163,7 @@ function openRedlock(client: Redis, settings: RedlockTuning): Contender {
         const lock = await redlock.acquire([key], LEASE_MS);
         return { release: async () => void (await lock.release()) };
       } catch (error) {
-        if (error instanceof RedlockExecutionError) return null;
+        if (error instanceof ExecutionError) return null;
         throw error;
       }
     },
@@ -165,21 +171,12 @@ function openRedlock(client: Redis, settings: RedlockTuning): Contender {
   };
 }
 
+function openRedlock(client: Redis, settings: RedlockTuning): Contender {
+  return openRedlockLike(client, new Redlock([client], settings), RedlockExecutionError);
+}
+
 function openSesame(client: Redis, settings: RedlockTuning): Contender {
-  const redlock = new SesameRedlock([client], settings);
-  redlock.on('error', () => undefined);
-  return {
-    async acquire(key) {
-      try {
-        const lock = await redlock.acquire([key], LEASE_MS);
-        return { release: async () => void (await lock.release()) };
-      } catch (error) {
-        if (error instanceof SesameExecutionError) return null;
-        throw error;
-      }
-    },
-    close: () => quit(client),
-  };
+  return openRedlockLike(client, new SesameRedlock([client], settings), SesameExecutionError);
 }
 
 function openSemaphore(client: Redis, settings: SemaphoreTuning): Contender {

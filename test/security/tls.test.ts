@@ -3,7 +3,7 @@
  * padlock works over it end to end; a client that does not trust the certificate, or that speaks
  * plain TCP to it, gets a typed error within the client's retry budget instead of hanging.
  */
-import { describe, it, before, after } from 'node:test';
+import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
