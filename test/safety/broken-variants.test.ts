@@ -44,8 +44,9 @@ describe('checker: broken variants are caught', () => {
   it('no fence check in the store: a stale holder\'s write lands and an update is lost', async () => {
     const operator = new Padlock({ redis: connect(servers.lock) });
     const { report } = await runChecked(servers, {
-      // fairMutex: with barging, worker 1 could finish all its sections before worker 0 reaches its second.
-      name: 'broken:no-fence-check', kind: 'fairMutex', storeMode: 'unchecked', workers: 2, sections: 6, leaseMs: 1_000, workMs: [1, 3],
+      // Enough sections that worker 1 still has some left when worker 0 (which may start late on a
+      // busy machine) reaches its second; fairMutex, so that worker 1 cannot barge through them.
+      name: 'broken:no-fence-check', kind: 'fairMutex', storeMode: 'unchecked', workers: 2, sections: 40, leaseMs: 1_000, workMs: [1, 3],
       configure: (worker) => (worker === 0 ? { linger: { seq: 1 } } : {}),
       during: async (fleet) => {
         // Worker 0 has read the store and holds the lock: take it away (as an expiry would) and let
