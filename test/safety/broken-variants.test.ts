@@ -34,7 +34,8 @@ describe('checker: broken variants are caught', () => {
 
   it('a client-clock deadline: a client whose wall clock runs ahead takes held locks', async () => {
     const { report } = await runChecked(servers, {
-      kind: 'broken-client-clock', workers: 3, sections: 20, leaseMs: 300, workMs: [1, 4],
+      // Long enough work and enough sections that holds overlap in time even on a busy machine.
+      kind: 'broken-client-clock', workers: 3, sections: 40, leaseMs: 300, workMs: [2, 6],
       configure: (worker) => (worker === 0 ? { clock: { offsetMs: 1_000 } } : {}),
     });
     assert.ok(report.overlaps.length > 0, describeReport(report));
