@@ -4,8 +4,10 @@ import { Redis } from 'ioredis';
 import { Lease, LockNotHeldError, LockTimeoutError, Padlock, PadlockClosedError } from '../src/index.js';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { acquireScript, releaseScript } from '../src/scripts/index.js';
+import type { Script } from '../src/redis/script-runner.js';
+import type { Arg } from '../src/redis/connection.js';
 import { lockKeys } from '../src/keys.js';
-import { activeResources, connect, delay, padlockOn, startServer } from './harness/redis.js';
+import { activeResources, connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
 
 let server: RedisServer;
 before(async () => {
@@ -208,6 +210,22 @@ for (const kind of ['mutex', 'fairMutex'] as const) {
       assert.equal(p.runtime.subscriber.activeChannelCount, 0, 'the waiter left its channel');
       await holder.release();
       await assert.rejects(p[kind]('wait:abort').acquire({ signal: AbortSignal.abort(reason) }), (e) => e === reason);
+    });
+
+    it('a lock granted just as close() begins is given back, not leaked', async () => {
+      const p = padlockOn(server);
+      const runner = p.runtime.runner;
+      const run = runner.run.bind(runner);
+      let closing: Promise<void> | undefined;
+      // Let the acquire script succeed, then close before its caller resumes.
+      runner.run = async <R>(script: Script<R>, keys: readonly string[], args: readonly Arg[], lock?: string): Promise<R> => {
+        const reply = await run(script, keys, args, lock);
+        closing ??= p.close();
+        return reply;
+      };
+      await assert.rejects(p[kind]('close:race').acquire(), PadlockClosedError);
+      await closing;
+      assert.ok(await eventually(async () => !(await padlockOn(server)[kind]('close:race').isLocked())), 'the grant was given back');
     });
 
     it('close() releases held locks, rejects pending waits and leaves no timer or socket', async () => {

@@ -7,7 +7,7 @@ import { monotonicNow } from '../clock.js';
 import { TOMBSTONE_MS } from '../runtime.js';
 import { forceReleaseScript, inspectScript, releaseScript } from '../scripts/index.js';
 import { newOwnerToken, newRequestId } from '../tokens.js';
-import { LockNotHeldError, LockTimeoutError, PadlockOptionError } from '../errors.js';
+import { LockNotHeldError, LockTimeoutError, PadlockClosedError, PadlockOptionError } from '../errors.js';
 import { Hold, type HoldOwnerOps } from '../hold.js';
 import type { LockKeys } from '../keys.js';
 import { Lease } from '../lease.js';
@@ -130,15 +130,24 @@ export abstract class Lock implements Lockable, HoldOwnerOps {
       if (existing !== undefined) return await this.#reenter(existing, opts, scope);
       if (opts.owner !== undefined) return await this.#reenterRemote(opts.owner, opts, scope);
       const owner = newOwnerToken();
-      const grant = await this.obtain(owner, opts, scope);
-      const hold = new Hold(this.keys, owner, grant.fence, this, opts.leaseMs, opts.autoExtend, grant.sentAt, grant.pttl);
-      hold.count = 1;
-      this.runtime.register(hold);
-      this.runtime.emit('acquired', { name: this.name, owner, fence: grant.fence, holdCount: 1, waitedMs: scope.waitedMs });
-      return new Lease(hold, this.runtime, grant.holdCount);
+      return this.#newHold(owner, await this.obtain(owner, opts, scope), opts, scope);
     } finally {
       scope.dispose();
     }
+  }
+
+  /** Starts tracking a hold Redis just granted, and hands out its first lease. */
+  #newHold(owner: string, grant: Grant, opts: ResolvedAcquireOptions, scope: WaitScope): Lease {
+    if (this.runtime.closing.aborted) {
+      // Granted as close() began: close() will not see this hold, so give it back here.
+      this.giveBack(owner, 1);
+      throw new PadlockClosedError(this.name);
+    }
+    const hold = new Hold(this.keys, owner, grant.fence, this, opts.leaseMs, opts.autoExtend, grant.sentAt, grant.pttl);
+    hold.count = 1;
+    this.runtime.register(hold);
+    this.runtime.emit('acquired', { name: this.name, owner, fence: grant.fence, holdCount: grant.holdCount, waitedMs: scope.waitedMs });
+    return new Lease(hold, this.runtime, grant.holdCount);
   }
 
   /** Re-enters a hold this process has: count + 1, same fence, lease never shortened. */
@@ -161,12 +170,7 @@ export abstract class Lock implements Lockable, HoldOwnerOps {
 
   /** Re-enters a hold taken elsewhere (another Padlock or process) under `owner`. */
   async #reenterRemote(owner: string, opts: ResolvedAcquireOptions, scope: WaitScope): Promise<Lease> {
-    const grant = await this.#reentryAttempt(owner, opts, scope);
-    const hold = new Hold(this.keys, owner, grant.fence, this, opts.leaseMs, opts.autoExtend, grant.sentAt, grant.pttl);
-    hold.count = 1;
-    this.runtime.register(hold);
-    this.runtime.emit('acquired', { name: this.name, owner, fence: grant.fence, holdCount: grant.holdCount, waitedMs: scope.waitedMs });
-    return new Lease(hold, this.runtime, grant.holdCount);
+    return this.#newHold(owner, await this.#reentryAttempt(owner, opts, scope), opts, scope);
   }
 
   async #reentryAttempt(owner: string, opts: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant> {
