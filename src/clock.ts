@@ -13,3 +13,14 @@ export function monotonicNow(): number {
 export function driftMs(leaseMs: number): number {
   return Math.floor(leaseMs * 0.01) + 2;
 }
+
+/**
+ * Waits for `work` to settle, but at most `ms`; never rejects. For best-effort clean-up (leaving a
+ * queue, releasing on close) that must not hang on an unreachable Redis.
+ */
+export async function settleWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  await Promise.race([work.then(() => undefined, () => undefined), timeout]);
+  clearTimeout(timer);
+}

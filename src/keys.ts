@@ -40,6 +40,11 @@ export function lockKeys(prefix: string, name: string): LockKeys {
   };
 }
 
+/** The four keys that acquire, release, leave and force-release take, in their `KEYS` order. */
+export function scriptKeys(keys: LockKeys): string[] {
+  return [keys.lock, keys.fence, keys.queue, keys.waiters];
+}
+
 /** The channel on which a fair-mutex release notifies the one client whose waiter it handed the lock to. */
 export function waiterChannel(keys: LockKeys, clientId: string): string {
   return `${keys.released}:${clientId}`;

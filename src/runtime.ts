@@ -5,7 +5,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { monotonicNow } from './clock.js';
+import { monotonicNow, settleWithin } from './clock.js';
 import { LockLostError, LockNotHeldError, PadlockClosedError, type LockLostReason } from './errors.js';
 import type { Hold } from './hold.js';
 import { lockKeys, type LockKeys } from './keys.js';
@@ -117,7 +117,7 @@ export class Runtime implements LeaseHost {
 
   /** This process's hold of `lock` by `owner`, if any and still alive. */
   findHold(lock: string, owner: string): Hold | undefined {
-    const hold = this.#holds.get(`${lock}\n${owner}`);
+    const hold = this.#holds.get(holdKey(lock, owner));
     return hold?.alive === true ? hold : undefined;
   }
 
@@ -131,14 +131,14 @@ export class Runtime implements LeaseHost {
 
   /** Starts tracking a new hold. */
   register(hold: Hold): void {
-    this.#holds.set(`${hold.keys.lock}\n${hold.owner}`, hold);
+    this.#holds.set(holdKey(hold.keys.lock, hold.owner), hold);
     this.watchdog.add(hold);
   }
 
   #forget(hold: Hold, state: 'released' | 'lost'): boolean {
     if (hold.state !== 'held') return false;
     hold.state = state;
-    const key = `${hold.keys.lock}\n${hold.owner}`;
+    const key = holdKey(hold.keys.lock, hold.owner);
     if (this.#holds.get(key) === hold) this.#holds.delete(key);
     this.watchdog.remove(hold);
     return true;
@@ -219,12 +219,15 @@ export class Runtime implements LeaseHost {
         }
       }),
     );
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([releases, new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_RELEASE_TIMEOUT_MS)))]);
-    clearTimeout(timer);
+    await settleWithin(releases, CLOSE_RELEASE_TIMEOUT_MS);
     for (const hold of holds) this.released(hold);
     await this.subscriber.close();
   }
+}
+
+/** A hold's key in the registry: one per lock and owner. */
+function holdKey(lock: string, owner: string): string {
+  return `${lock}\n${owner}`;
 }
 
 function holdEvent(hold: Hold): HoldEvent {

@@ -9,7 +9,7 @@ import { forceReleaseScript, inspectScript, releaseScript } from '../scripts/ind
 import { newOwnerToken, newRequestId } from '../tokens.js';
 import { LockNotHeldError, LockTimeoutError, PadlockClosedError, PadlockOptionError } from '../errors.js';
 import { Hold, type HoldOwnerOps } from '../hold.js';
-import type { LockKeys } from '../keys.js';
+import { scriptKeys, type LockKeys } from '../keys.js';
 import { Lease } from '../lease.js';
 import { checkName, resolveAcquireOptions, type AcquireOptions, type ResolvedAcquireOptions } from '../options.js';
 import type { Runtime } from '../runtime.js';
@@ -98,7 +98,7 @@ export abstract class Lock implements Lockable, HoldOwnerOps {
   async release(hold: Hold, count: number): Promise<number> {
     const reply = await this.runtime.runner.run(
       releaseScript,
-      [this.keys.lock, this.keys.fence, this.keys.queue, this.keys.waiters],
+      scriptKeys(this.keys),
       [hold.owner, count, newRequestId(), this.keys.released, TOMBSTONE_MS],
       this.name,
     );
@@ -114,7 +114,7 @@ export abstract class Lock implements Lockable, HoldOwnerOps {
   async forceRelease(): Promise<boolean> {
     return this.runtime.runner.run(
       forceReleaseScript,
-      [this.keys.lock, this.keys.fence, this.keys.queue, this.keys.waiters],
+      scriptKeys(this.keys),
       [this.keys.released, TOMBSTONE_MS],
       this.name,
     );

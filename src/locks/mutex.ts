@@ -6,8 +6,8 @@
  * may take the lock first (barging); a fair waiter is handed the lock outright (see fair-mutex.ts).
  * Waiters refresh a heartbeat while they wait; the scripts skip a waiter whose heartbeat ran out.
  */
-import { driftMs, monotonicNow } from '../clock.js';
-import { waiterChannel } from '../keys.js';
+import { driftMs, monotonicNow, settleWithin } from '../clock.js';
+import { scriptKeys, waiterChannel } from '../keys.js';
 import { MAX_MS, type ResolvedAcquireOptions } from '../options.js';
 import { TOMBSTONE_MS } from '../runtime.js';
 import { acquireScript, leaveScript, type AcquireReply } from '../scripts/index.js';
@@ -34,7 +34,7 @@ export class Mutex extends Lock {
     const keys = this.keys;
     return this.runtime.runner.run(
       acquireScript,
-      [keys.lock, keys.fence, keys.queue, keys.waiters],
+      scriptKeys(keys),
       [owner, leaseMs, newRequestId(), mode, this.runtime.clientId, heartbeatMs * HEARTBEATS_ALLOWED, this.kind],
       this.name,
     );
@@ -103,17 +103,8 @@ export class Mutex extends Lock {
 
   /** Leaves the queue, passing on a lock or wake-up given meanwhile. Bounded, never throws. */
   async #leave(owner: string): Promise<void> {
-    const keys = this.keys;
-    const leave = this.runtime.runner.run(
-      leaveScript,
-      [keys.lock, keys.fence, keys.queue, keys.waiters],
-      [owner, keys.released, TOMBSTONE_MS],
-      this.name,
-    );
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, LEAVE_TIMEOUT_MS)));
-    await Promise.race([leave.then(() => undefined, () => undefined), timeout]);
-    clearTimeout(timer);
+    const leave = this.runtime.runner.run(leaveScript, scriptKeys(this.keys), [owner, this.keys.released, TOMBSTONE_MS], this.name);
+    await settleWithin(leave, LEAVE_TIMEOUT_MS);
   }
 }
 

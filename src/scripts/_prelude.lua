@@ -33,7 +33,7 @@ end
 -- whose heartbeat ran out. A waiter entry is "expiry:leaseMs:allowanceMs:kind:clientId" (server ms).
 -- A fair waiter is handed the lock: new fence, first lease capped at its heartbeat allowance (so a
 -- waiter that died just before its turn blocks the queue no longer than that; the live one
--- lengthens it at once), and "owner fence pttl" published on its client's channel; returns true.
+-- lengthens it within a third of it), and "owner fence pttl" published on its client's channel; returns true.
 -- A mutex waiter is only woken ("owner wake"): the lock stays free, anyone may take it; false.
 local function hand_off(lock, fence_key, queue, waiters, channel)
   local now
