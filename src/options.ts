@@ -15,7 +15,10 @@ export const MAX_NAME_LENGTH = 1_000;
 export const OWNER_PATTERN = /^[A-Za-z0-9_-]{16,128}$/;
 const PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
 
-/** Options of `new Padlock(options)`. */
+/**
+ * Options of `new Padlock(options)`. An optional property set to `undefined` means the default, so
+ * `{ prefix: process.env.PREFIX }` type-checks under `exactOptionalPropertyTypes`.
+ */
 export interface PadlockOptions {
   /**
    * The ioredis client to use: a `Redis` connected to one server, or a `Cluster`.
@@ -26,39 +29,42 @@ export interface PadlockOptions {
    * Prefix of every key and channel: 1–64 characters of `A–Z a–z 0–9 _ . : -`.
    * @default 'padlock'
    */
-  prefix?: string;
+  prefix?: string | undefined;
   /**
    * Default lease in milliseconds, renewed every third of it while held (the watchdog).
    * From 10 to 2 147 483 647; a fraction is rounded up.
    * @default 30000
    */
-  leaseMs?: number;
+  leaseMs?: number | undefined;
 }
 
-/** Options of `acquire`, `tryAcquire` and `withLock`. */
+/**
+ * Options of `acquire`, `tryAcquire` and `withLock`. A property set to `undefined` means its
+ * default, so `{ signal: maybeSignal }` type-checks under `exactOptionalPropertyTypes`.
+ */
 export interface AcquireOptions {
   /**
    * How long to wait for the lock, in milliseconds: a finite number ≥ 0, or `Infinity`.
    * @default Infinity for `acquire` and `withLock`, 0 for `tryAcquire` (which never waits longer than asked)
    */
-  waitMs?: number;
+  waitMs?: number | undefined;
   /**
    * A fixed lease in milliseconds (10 to 2 147 483 647, a fraction rounded up). When given, the watchdog does not renew the
    * lock unless `autoExtend` is `true`; when the lease runs out the lock is lost.
    * @default the Padlock's `leaseMs`, renewed by the watchdog
    */
-  leaseMs?: number;
+  leaseMs?: number | undefined;
   /**
    * Renew the lease while held. Defaults to `true` when `leaseMs` is not given, `false` when it is.
    */
-  autoExtend?: boolean;
+  autoExtend?: boolean | undefined;
   /** Aborts the wait: the call rejects with `signal.reason` and leaves nothing behind in Redis. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /**
    * Re-enter a hold by its owner token (e.g. one received over RPC): the hold count goes up by one,
    * the fence stays the same. Rejects with `LockNotHeldError` if that owner does not hold the lock.
    */
-  owner?: string;
+  owner?: string | undefined;
 }
 
 /** Validated Padlock options with defaults applied. */
@@ -100,12 +106,23 @@ function rejectUnknown(where: string, options: Record<string, unknown>, known: r
   }
 }
 
-function looksLikeRedisClient(value: unknown): boolean {
-  return isPlainObjectOrInstance(value) && typeof (value as { evalsha?: unknown }).evalsha === 'function' && typeof (value as { duplicate?: unknown }).duplicate === 'function';
-}
+/**
+ * What padlock calls on the client (see src/redis/connection.ts): scripts on the client itself, and
+ * pub/sub and closing on its `duplicate()`, which is an instance of the same class.
+ */
+const CLIENT_METHODS = ['evalsha', 'eval', 'duplicate', 'subscribe', 'unsubscribe', 'on', 'quit', 'disconnect'] as const;
 
-function isPlainObjectOrInstance(value: unknown): value is object {
-  return typeof value === 'object' && value !== null;
+/**
+ * Names what `value` lacks of an ioredis client, empty when nothing: ioredis 5 and 6 `Redis` and
+ * `Cluster` instances have it all. Checked at construction, so a look-alike fails here, naming what
+ * it misses, rather than at its first lock with an error that blames the data in Redis.
+ */
+function missingClientMembers(value: object): string[] {
+  const client = value as Record<string, unknown>;
+  const missing: string[] = CLIENT_METHODS.filter((method) => typeof client[method] !== 'function').map((method) => `${method}()`);
+  // ioredis keeps the connection state here ('wait', 'connecting', 'ready', ...), Cluster too.
+  if (typeof client['status'] !== 'string') missing.push('a status string');
+  return missing;
 }
 
 /** Checks a lease: 10 to 2 147 483 647 ms; a fraction is rounded up (Redis expiries are whole milliseconds). */
@@ -118,7 +135,10 @@ export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions 
   if (!isPlainObject(options)) throw new PadlockOptionError('options', 'an object with at least { redis }', options);
   rejectUnknown('options', options, ['redis', 'prefix', 'leaseMs']);
   const { redis, prefix = 'padlock', leaseMs = 30_000 } = options;
-  if (!looksLikeRedisClient(redis)) throw new PadlockOptionError('redis', 'an ioredis Redis or Cluster instance', redis);
+  const expected = 'an ioredis Redis or Cluster instance';
+  if (typeof redis !== 'object' || redis === null) throw new PadlockOptionError('redis', expected, redis);
+  const missing = missingClientMembers(redis);
+  if (missing.length > 0) throw new PadlockOptionError('redis', `${expected} (this one lacks ${missing.join(', ')})`, redis);
   if (typeof prefix !== 'string' || !PREFIX_PATTERN.test(prefix)) {
     throw new PadlockOptionError('prefix', 'a string of 1 to 64 characters from A-Z a-z 0-9 _ . : -', prefix);
   }

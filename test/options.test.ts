@@ -2,6 +2,8 @@ import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { Padlock, PadlockOptionError, RedisUnavailableError, RedisCommandError } from '../src/index.js';
+import { Cluster as Cluster5, Redis as Redis5 } from 'ioredis';
+import { Cluster as Cluster6, Redis as Redis6 } from 'ioredis6';
 import { commandCalls, connect, padlockOn, startServer } from './harness/redis.js';
 
 let server: RedisServer;
@@ -59,6 +61,74 @@ describe('validation', () => {
       assert.equal(await padlock.mutex(name).isLocked(), true);
       await lease.release();
     }
+  });
+
+  it('refuses a client that lacks what padlock calls, naming what is missing, before any command', () => {
+    // Passed the old check (evalsha and duplicate only), then failed at the first lock blaming the data.
+    const fake = { evalsha: () => Promise.resolve(null), duplicate: () => fake };
+    assert.throws(
+      () => new Padlock({ redis: fake as never }),
+      (error: unknown) =>
+        isOptionError('redis')(error) &&
+        error instanceof PadlockOptionError &&
+        error.value === fake &&
+        /redis must be an ioredis Redis or Cluster instance \(this one lacks eval\(\), subscribe\(\), unsubscribe\(\), on\(\), quit\(\), disconnect\(\), a status string\)/.test(error.message),
+    );
+    // Each member counts: a full look-alike without one of them is refused, naming just that one.
+    const full: Record<string, unknown> = { status: 'ready' };
+    for (const method of ['evalsha', 'eval', 'duplicate', 'subscribe', 'unsubscribe', 'on', 'quit', 'disconnect']) full[method] = () => undefined;
+    for (const member of Object.keys(full)) {
+      const rest = { ...full };
+      delete rest[member];
+      const named = member === 'status' ? 'a status string' : `${member}()`;
+      assert.throws(() => new Padlock({ redis: rest as never }), (e: unknown) => isOptionError('redis')(e) && e instanceof Error && e.message.includes(`lacks ${named})`), member);
+    }
+    assert.throws(() => new Padlock({ redis: 'redis://127.0.0.1:6379' as never }), /redis must be an ioredis Redis or Cluster instance, got "redis:/);
+  });
+
+  it('accepts ioredis 5 and 6 Redis and Cluster instances, connected or not yet', async () => {
+    const url = `redis://${server.host}:${server.port}`;
+    // This repo holds two ioredis copies, whose classes are distinct types; a user's project has one,
+    // the one padlock's declarations import. Hence the casts for the ioredis6 alias only.
+    const as5 = (client: Redis6 | Cluster6): Redis5 => client as unknown as Redis5;
+    // lazyConnect: construction alone must be enough, as a Cluster's nodes may not answer yet.
+    const clients: (Redis5 | Cluster5)[] = [
+      new Redis5(url, { lazyConnect: true }),
+      as5(new Redis6(url, { lazyConnect: true })),
+      new Cluster5([{ host: server.host, port: server.port }], { lazyConnect: true }),
+      as5(new Cluster6([{ host: server.host, port: server.port }], { lazyConnect: true })),
+    ];
+    try {
+      for (const redis of clients) {
+        const padlock = new Padlock({ redis });
+        await padlock.close();
+      }
+      // And one of each version locks for real.
+      for (const redis of [new Redis5(url), as5(new Redis6(url))]) {
+        clients.push(redis);
+        const padlock = new Padlock({ redis });
+        const lease = await padlock.mutex('either-ioredis').acquire({ waitMs: 5_000 });
+        assert.equal(lease.isHeld, true);
+        await lease.release();
+        await padlock.close();
+      }
+    } finally {
+      for (const client of clients) client.disconnect();
+    }
+  });
+
+  it('takes an option set to undefined as absent (exactOptionalPropertyTypes accepts it too)', async () => {
+    const padlock = padlockOn(server, { prefix: undefined, leaseMs: undefined });
+    assert.equal(padlock.prefix, 'padlock');
+    assert.equal(padlock.leaseMs, 30_000);
+    // This file compiles under exactOptionalPropertyTypes: each `undefined` here is a type check too.
+    const options = { waitMs: undefined, leaseMs: undefined, autoExtend: undefined, signal: undefined, owner: undefined };
+    const lease = await padlock.mutex('undefined-options').acquire(options);
+    assert.equal(lease.holdCount, 1);
+    await lease.release();
+    const maybe = await padlock.mutex('undefined-options').tryAcquire({ signal: undefined });
+    assert.notEqual(maybe, null);
+    await maybe?.release();
   });
 
   it('surfaces Redis errors as typed errors with the cause', async () => {
