@@ -9,6 +9,7 @@ import { integerOption, parseOptions, stringOption } from './args.js';
 import type { Command, CommandContext } from './command.js';
 import { PHASES, THINK_MS, WORK_MS, type LockKind, type SellerResult } from './demo-protocol.js';
 import { CliError, ExitCode, interruptedError } from './errors.js';
+import { plural, verb } from './plural.js';
 import { formatTable, ProgressLine, styles, terminalOutput, type TerminalOutput } from './progress.js';
 import { connectRedis, resolveRedisTarget, serverVersion } from './redis-target.js';
 import { SellerPool } from './sellers.js';
@@ -119,7 +120,7 @@ export const demoCommand: Command = {
     const inexact = report.phases.filter((p) => p.lock !== 'none' && (p.sold !== report.tickets || p.stockLeft !== 0));
     if (inexact.length > 0) {
       const which = inexact.map((p) => `${p.label} sold ${p.sold}`).join(', ');
-      throw new CliError(`a locked phase did not sell exactly ${report.tickets} tickets (${which}): please report this padlock bug`);
+      throw new CliError(`a locked phase did not sell exactly ${plural(report.tickets, 'ticket')} (${which}): please report this padlock bug`);
     }
     return ExitCode.ok;
   },
@@ -150,7 +151,8 @@ export async function runDemo(options: DemoOptions, context: CommandContext): Pr
     const version = await serverVersion(client);
     checkInterrupt();
     const where = target.server !== undefined ? `a private redis-server ${version} at ${target.displayUrl} (stopped on exit)` : `redis ${version} at ${target.displayUrl} (${target.source})`;
-    say(`${s.bold('padlock demo')}: ${options.sellers} seller processes sell ${options.tickets} tickets, on ${where}`);
+    const sellers = `${plural(options.sellers, 'seller process', 'seller processes')} ${verb(options.sellers, 'sells', 'sell')}`;
+    say(`${s.bold('padlock demo')}: ${sellers} ${plural(options.tickets, 'ticket')}, on ${where}`);
     say();
 
     pool = await SellerPool.start(options.sellers, target.url, KEY_PREFIX, context.signal);
@@ -260,7 +262,7 @@ function printSummary(report: DemoReport, term: TerminalOutput, say: (text?: str
   const locked = report.phases.filter((p) => p.lock !== 'none');
   if (unlocked !== undefined) {
     const verdict = unlocked.oversold > 0 ? s.red(`${unlocked.oversold} oversold`) : 'none oversold this time (try more --sellers)';
-    say(`Without a lock, ${report.sellers} sellers sold ${unlocked.sold} tickets for ${report.tickets} seats: ${verdict}.`);
+    say(`Without a lock, ${plural(report.sellers, 'seller')} sold ${plural(unlocked.sold, 'ticket')} for ${plural(report.tickets, 'seat')}: ${verdict}.`);
   }
   if (locked.every((p) => p.sold === report.tickets && p.oversold === 0)) {
     say(`With ${locked.map((p) => p.label).join(' and with ')}, ${s.green(`exactly ${report.tickets}`)}.`);

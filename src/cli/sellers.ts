@@ -50,7 +50,7 @@ export class SellerPool {
   static async start(count: number, url: string, prefix: string, signal: AbortSignal): Promise<SellerPool> {
     const pool = new SellerPool(count, signal);
     try {
-      const ready = pool.#collect('ready', START_TIMEOUT_MS, `the ${count} sellers did not start within ${START_TIMEOUT_MS / 1000} s`);
+      const ready = pool.#collect('ready', START_TIMEOUT_MS, `${count === 1 ? 'the seller' : `the ${count} sellers`} did not start within ${START_TIMEOUT_MS / 1000} s`);
       pool.#broadcast({ type: 'connect', url, prefix });
       await ready;
       return pool;
