@@ -1,0 +1,232 @@
+/**
+ * The package as a user gets it. `npm pack` (which builds), then the tarball installed offline into
+ * fresh projects, one set with ioredis 5 and one with ioredis 6: plain JavaScript as ES modules and
+ * as CommonJS, and TypeScript under each module setting a user may pick (`node16`, `nodenext`,
+ * `bundler` with `esnext` and `preserve`, `commonjs`), compiled by the strictest settings (`strict`,
+ * `exactOptionalPropertyTypes`, `noUncheckedIndexedAccess`, no `skipLibCheck`). In each, every code
+ * example of README.md is compiled and run against a real redis-server, and must exit by itself,
+ * with code 0, saying nothing on stderr. The examples come from README.md itself (see
+ * readme-examples.ts), so the README and this test cannot drift apart.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startServer } from '../harness/redis.js';
+import { expectsSyntaxError, parseExamples, runsIn, sourceFor, type Example, type Target } from './readme-examples.js';
+
+/** The repository: this file runs as build/test/package/package.test.js. */
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+const nodeMajor = Number(process.versions.node.split('.')[0]);
+/** A process that has not exited by then is taken to hang (an open handle): it fails its test. */
+const EXIT_BOUND_MS = 30_000;
+
+interface Result {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+}
+
+/** Runs a command to its end (or kills it at `timeoutMs`); never rejects for its exit status. */
+function run(command: string, args: readonly string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs: number }): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    // The node running this test runs the user's code too, and is first on PATH for npm and the bin.
+    const env = { ...process.env, ...options.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env['PATH'] ?? ''}` };
+    const child = spawn(command, args, { cwd: options.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let timedOut = false;
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, options.timeoutMs);
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr, timedOut });
+    });
+  });
+}
+
+function show(what: string, result: Result): string {
+  const how = result.timedOut ? `did not exit within ${EXIT_BOUND_MS / 1000} s (something left open?)` : `exited with code ${result.code} (signal ${result.signal})`;
+  return `${what} ${how}\n--- stdout\n${result.stdout}--- stderr\n${result.stderr}`;
+}
+
+/** A temp project: its package.json "type" and, for TypeScript, its module settings. */
+interface Project extends Target {
+  readonly name: string;
+  readonly ioredis: 'ioredis5' | 'ioredis6';
+  readonly tsModule?: string;
+  readonly tsResolution?: string;
+}
+
+function js(ioredis: Project['ioredis'], format: Project['format']): Project {
+  return { name: `${ioredis}-js-${format}`, ioredis, language: 'js', format };
+}
+
+function typescript(ioredis: Project['ioredis'], format: Project['format'], tsModule: string, tsResolution: string): Project {
+  return { name: `${ioredis}-ts-${tsModule}-${tsResolution}-${format}`, ioredis, language: 'ts', format, tsModule, tsResolution };
+}
+
+const projects: Project[] = [
+  js('ioredis5', 'esm'),
+  js('ioredis5', 'cjs'),
+  typescript('ioredis5', 'esm', 'node16', 'node16'),
+  typescript('ioredis5', 'cjs', 'node16', 'node16'),
+  typescript('ioredis5', 'esm', 'nodenext', 'nodenext'),
+  typescript('ioredis5', 'cjs', 'nodenext', 'nodenext'),
+  typescript('ioredis5', 'esm', 'esnext', 'bundler'),
+  typescript('ioredis5', 'esm', 'preserve', 'bundler'),
+  typescript('ioredis5', 'cjs', 'commonjs', 'node10'),
+  js('ioredis6', 'esm'),
+  js('ioredis6', 'cjs'),
+  typescript('ioredis6', 'esm', 'nodenext', 'nodenext'),
+  typescript('ioredis6', 'cjs', 'node16', 'node16'),
+  typescript('ioredis6', 'cjs', 'commonjs', 'node10'),
+];
+
+/**
+ * Compile-only checks of the published types, beyond the README: internals do not show, and an
+ * option set to `undefined` is accepted under exactOptionalPropertyTypes.
+ */
+const TYPES_CHECK = `import { Padlock, type AcquireOptions, type Lease, type PadlockOptions } from 'padlock';
+
+export function check(padlock: Padlock, lease: Lease, signal: AbortSignal | undefined): void {
+  // @ts-expect-error internal: not in the published types
+  void padlock.runtime;
+  // @ts-expect-error internal: not in the published types
+  void lease.hold;
+  const acquire: AcquireOptions = { signal, waitMs: undefined, leaseMs: undefined, autoExtend: undefined, owner: undefined };
+  const options: Omit<PadlockOptions, 'redis'> = { prefix: undefined, leaseMs: undefined };
+  void acquire;
+  void options;
+}
+`;
+
+let work: string;
+let examples: Example[];
+
+before(async () => {
+  examples = parseExamples(readFileSync(join(root, 'README.md'), 'utf8'));
+  work = mkdtempSync(join(tmpdir(), 'padlock-package-'));
+  // npm pack runs the prepack script, which builds dist/ from a clean slate.
+  const pack = await run('npm', ['pack', '--pack-destination', work], { cwd: root, timeoutMs: 180_000 });
+  assert.equal(pack.code, 0, show('npm pack', pack));
+  const tarball = readdirSync(work).find((file) => file.endsWith('.tgz'));
+  assert.ok(tarball !== undefined, 'npm pack made a tarball');
+  const listing = await run('tar', ['-tzf', join(work, tarball)], { cwd: work, timeoutMs: 30_000 });
+  const files = new Set(listing.stdout.split('\n').map((line) => line.replace(/^package\//, '')));
+  for (const file of ['LICENSE', 'README.md', 'bench/README.md', 'package.json', 'dist/index.js', 'dist/index.d.ts', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/cjs/package.json', 'dist/cli/main.js']) {
+    assert.ok(files.has(file), `the tarball has ${file}`);
+  }
+  assert.deepEqual([...files].filter((file) => /^(build|test|node_modules)\//.test(file) || file.endsWith('.tgz')), [], 'no build output, test or tarball in the tarball');
+
+  // One install per ioredis version, shared by that version's projects (each a sub-folder with
+  // its own package.json): padlock from the tarball, offline; then ioredis and @types/node linked
+  // to the repository's copies, after npm, which would prune them as extraneous.
+  for (const ioredis of ['ioredis5', 'ioredis6'] as const) {
+    const dir = join(work, ioredis);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ private: true, dependencies: { padlock: `file:../${tarball}` } }));
+    const install = await run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', '--legacy-peer-deps'], { cwd: dir, timeoutMs: 120_000 });
+    assert.equal(install.code, 0, show('npm install of the tarball', install));
+    symlinkSync(join(root, 'node_modules', ioredis === 'ioredis5' ? 'ioredis' : 'ioredis6'), join(dir, 'node_modules', 'ioredis'), 'dir');
+    mkdirSync(join(dir, 'node_modules', '@types'), { recursive: true });
+    symlinkSync(join(root, 'node_modules', '@types', 'node'), join(dir, 'node_modules', '@types', 'node'), 'dir');
+  }
+});
+
+after(() => {
+  if (work !== undefined) rmSync(work, { recursive: true, force: true });
+});
+
+/** Writes the project's files; returns the example files to run, relative to the project. */
+function writeProject(project: Project, dir: string): { example: Example; file: string }[] {
+  mkdirSync(dir);
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ private: true, type: project.format === 'esm' ? 'module' : 'commonjs' }));
+  const runs: { example: Example; file: string }[] = [];
+  for (const example of examples.filter((e) => runsIn(e, project))) {
+    writeFileSync(join(dir, `${example.name}.${project.language}`), sourceFor(example, project));
+    runs.push({ example, file: project.language === 'ts' ? join('out', `${example.name}.js`) : `${example.name}.js` });
+  }
+  if (project.language === 'ts') {
+    writeFileSync(join(dir, 'types-check.ts'), TYPES_CHECK);
+    const compilerOptions = {
+      strict: true,
+      exactOptionalPropertyTypes: true,
+      noUncheckedIndexedAccess: true,
+      skipLibCheck: false,
+      target: 'es2022',
+      module: project.tsModule,
+      moduleResolution: project.tsResolution,
+      types: ['node'],
+      rootDir: '.',
+      outDir: 'out',
+      noEmitOnError: true,
+    };
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, include: ['*.ts'] }, null, 2));
+  } else {
+    // Which build each module system loads.
+    const resolve = project.format === 'esm' ? "import { fileURLToPath } from 'node:url';\nconsole.log(fileURLToPath(import.meta.resolve('padlock')));\n" : "console.log(require.resolve('padlock'));\n";
+    writeFileSync(join(dir, 'resolve.js'), resolve);
+  }
+  return runs;
+}
+
+describe('the packed package, installed into fresh projects', { concurrency: 3 }, () => {
+  for (const project of projects) {
+    it(`${project.name}: every README example compiles, runs and exits by itself`, { timeout: 300_000 }, async () => {
+      const dir = join(work, project.ioredis, project.name);
+      const runs = writeProject(project, dir);
+      assert.ok(runs.length >= 3, `README examples found for ${project.name}: ${runs.map((r) => r.example.name).join(', ')}`);
+
+      if (project.language === 'ts') {
+        const compile = await run(process.execPath, [tsc, '-p', '.', '--pretty', 'false', '--listFiles'], { cwd: dir, timeoutMs: 120_000 });
+        const errors = compile.stdout.split('\n').filter((line) => line.includes('error TS'));
+        assert.equal(compile.code, 0, `tsc (module ${project.tsModule}, moduleResolution ${project.tsResolution}):\n${errors.join('\n') || compile.stdout}`);
+        // The declarations of the matching build, and only those: ESM types for ESM code, CommonJS types for CommonJS.
+        const padlockTypes = compile.stdout.split('\n').filter((line) => line.includes('/node_modules/padlock/') && line.endsWith('index.d.ts'));
+        assert.deepEqual(padlockTypes.map((line) => line.slice(line.indexOf('/node_modules/padlock/'))), [project.format === 'esm' ? '/node_modules/padlock/dist/index.d.ts' : '/node_modules/padlock/dist/cjs/index.d.ts']);
+      } else {
+        const resolved = await run(process.execPath, ['resolve.js'], { cwd: dir, timeoutMs: EXIT_BOUND_MS });
+        assert.equal(resolved.code, 0, show('resolve.js', resolved));
+        assert.ok(resolved.stdout.trim().endsWith(project.format === 'esm' ? '/node_modules/padlock/dist/index.js' : '/node_modules/padlock/dist/cjs/index.js'), `padlock resolves to its ${project.format} build: ${resolved.stdout}`);
+      }
+
+      // Its own server: examples of concurrent projects use the same lock names.
+      const server = await startServer();
+      for (const { example, file } of runs) {
+        const result = await run(process.execPath, [file], { cwd: dir, env: { REDIS_URL: server.url }, timeoutMs: EXIT_BOUND_MS });
+        const what = `README example '${example.name}' (README.md:${example.line}) in ${project.name}`;
+        if (expectsSyntaxError(example, project, nodeMajor)) {
+          assert.ok(!result.timedOut && result.code !== 0 && /SyntaxError/.test(result.stderr), show(`${what}: plain JavaScript before Node 24 must refuse it with a SyntaxError, as the README says; it`, result));
+          continue;
+        }
+        assert.ok(!result.timedOut && result.code === 0 && result.signal === null, show(what, result));
+        assert.equal(result.stderr, '', show(`${what} wrote to stderr; it`, result));
+      }
+    });
+  }
+
+  it('the padlock bin from the tarball runs the demo and exits by itself', { timeout: 120_000 }, async () => {
+    const server = await startServer();
+    const dir = join(work, 'ioredis5');
+    const demo = await run(join(dir, 'node_modules', '.bin', 'padlock'), ['demo', '--url', server.url, '--sellers', '1', '--tickets', '3'], { cwd: dir, timeoutMs: 90_000 });
+    assert.equal(demo.code, 0, show('padlock demo', demo));
+    assert.match(demo.stdout, /^padlock demo: 1 seller process sells 3 tickets, on redis /m);
+    assert.match(demo.stdout, /Without a lock, 1 seller sold 3 tickets for 3 seats/);
+  });
+});
