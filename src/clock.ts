@@ -24,3 +24,56 @@ export async function settleWithin(work: Promise<unknown>, ms: number): Promise<
   await Promise.race([work.then(() => undefined, () => undefined), timeout]);
   clearTimeout(timer);
 }
+
+/** How {@link bound} limits a promise. */
+export interface Bound<T> {
+  /** Give up after this many milliseconds (Infinity: never). */
+  readonly ms: number;
+  /** The error to reject with when `ms` pass first. */
+  readonly timeout: () => Error;
+  /** Give up at once when this aborts, rejecting with its reason. */
+  readonly signal?: AbortSignal | undefined;
+  /** Receives the value if it arrives after the caller gave up (so what it obtained can be given back). */
+  readonly late?: ((value: T) => void) | undefined;
+}
+
+/**
+ * Settles like `work`, unless `ms` pass or `signal` aborts first. `work` keeps running either way;
+ * a value it brings after that goes to `late`, and a late failure is ignored. The timer does not
+ * keep the process alive: a bound is a limit, not work.
+ */
+export function bound<T>(work: Promise<T>, { ms, timeout, signal, late }: Bound<T>): Promise<T> {
+  if (signal?.aborted === true) {
+    work.then(late, () => undefined);
+    return Promise.reject(signal.reason as unknown);
+  }
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    const giveUp = (error: unknown): void => {
+      if (settled) return;
+      settled = true;
+      cleanup();
+      reject(error);
+    };
+    const onAbort = (): void => giveUp(signal?.reason);
+    const timer = ms === Infinity ? undefined : setTimeout(() => giveUp(timeout()), Math.max(0, ms));
+    timer?.unref();
+    const cleanup = (): void => {
+      signal?.removeEventListener('abort', onAbort);
+      if (timer !== undefined) clearTimeout(timer);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        if (settled) {
+          late?.(value);
+          return;
+        }
+        settled = true;
+        cleanup();
+        resolve(value);
+      },
+      (error: unknown) => giveUp(error),
+    );
+  });
+}

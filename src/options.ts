@@ -7,6 +7,8 @@ import { PadlockOptionError } from './errors.js';
 
 /** Longest timer Node can schedule; longer leases and waits are refused rather than silently cut. */
 export const MAX_MS = 2_147_483_647;
+/** Shortest reply time-out: below this, an ordinary busy moment of Redis would read as an outage. */
+export const MIN_REPLY_TIMEOUT_MS = 100;
 /** Shortest lease: below this, network jitter alone would lose the lock. */
 export const MIN_LEASE_MS = 10;
 /** Longest lock name, in UTF-16 code units. */
@@ -36,6 +38,14 @@ export interface PadlockOptions {
    * @default 30000
    */
   leaseMs?: number | undefined;
+  /**
+   * How long padlock waits for Redis to answer any one call, in milliseconds, whatever the client's
+   * own retry settings: past it the call rejects with `RedisUnavailableError`. Within a wait with a
+   * finite `waitMs`, a call also ends by that deadline, though never before it had 1 s (or this, if
+   * shorter) to answer. From 100 to 2 147 483 647.
+   * @default 5000
+   */
+  replyTimeoutMs?: number | undefined;
 }
 
 /**
@@ -71,6 +81,7 @@ export interface AcquireOptions {
 export interface ResolvedPadlockOptions {
   readonly prefix: string;
   readonly leaseMs: number;
+  readonly replyTimeoutMs: number;
 }
 
 /** Validated acquire options with defaults applied. */
@@ -133,8 +144,8 @@ export function checkLeaseMs(option: string, value: unknown): number {
 /** Validates `new Padlock(options)`. */
 export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions & { readonly redis: Redis | Cluster } {
   if (!isPlainObject(options)) throw new PadlockOptionError('options', 'an object with at least { redis }', options);
-  rejectUnknown('options', options, ['redis', 'prefix', 'leaseMs']);
-  const { redis, prefix = 'padlock', leaseMs = 30_000 } = options;
+  rejectUnknown('options', options, ['redis', 'prefix', 'leaseMs', 'replyTimeoutMs']);
+  const { redis, prefix = 'padlock', leaseMs = 30_000, replyTimeoutMs = 5_000 } = options;
   const expected = 'an ioredis Redis or Cluster instance';
   if (typeof redis !== 'object' || redis === null) throw new PadlockOptionError('redis', expected, redis);
   const missing = missingClientMembers(redis);
@@ -142,7 +153,7 @@ export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions 
   if (typeof prefix !== 'string' || !PREFIX_PATTERN.test(prefix)) {
     throw new PadlockOptionError('prefix', 'a string of 1 to 64 characters from A-Z a-z 0-9 _ . : -', prefix);
   }
-  return { redis: redis as Redis | Cluster, prefix, leaseMs: checkLeaseMs('leaseMs', leaseMs) };
+  return { redis: redis as Redis | Cluster, prefix, leaseMs: checkLeaseMs('leaseMs', leaseMs), replyTimeoutMs: checkMs('replyTimeoutMs', replyTimeoutMs, MIN_REPLY_TIMEOUT_MS, false) };
 }
 
 /** Validates a lock name. */

@@ -40,7 +40,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
     const resolved = resolvePadlockOptions(options);
     this.prefix = resolved.prefix;
     this.leaseMs = resolved.leaseMs;
-    this.runtime = new Runtime(fromIoredis(resolved.redis), resolved.prefix, resolved.leaseMs, (event, ...args) => {
+    this.runtime = new Runtime(fromIoredis(resolved.redis), resolved.prefix, resolved.leaseMs, resolved.replyTimeoutMs, (event, ...args) => {
       // Timers call this: a listener's exception must not escape as an uncaught error, nor may an
       // 'error' event without a listener (EventEmitter would throw it).
       if (event === 'error' && this.listenerCount('error') === 0) return;

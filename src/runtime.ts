@@ -16,6 +16,7 @@ import { ScriptRunner } from './redis/script-runner.js';
 import { keySlot } from './redis/slot.js';
 import { renewScript } from './scripts/index.js';
 import { Subscriber } from './subscriber.js';
+import { WaitScope } from './wait-scope.js';
 import { Watchdog } from './watchdog.js';
 
 /** Payload of the `acquired` event. */
@@ -63,15 +64,18 @@ export class Runtime implements LeaseHost {
   readonly #holds = new Map<string, Hold>();
   readonly #context = new AsyncLocalStorage<ReadonlyMap<string, Hold>>();
   readonly #closing = new AbortController();
+  /** Clean-up calls sent on a caller's behalf after it stopped waiting (leaving a queue): close() waits for them. */
+  readonly #cleanups = new Set<Promise<unknown>>();
   #closed: Promise<void> | undefined;
 
   constructor(
     readonly connection: CommandConnection,
     readonly prefix: string,
     readonly leaseMs: number,
+    replyTimeoutMs: number,
     readonly emit: Emit,
   ) {
-    this.runner = new ScriptRunner(connection);
+    this.runner = new ScriptRunner(connection, replyTimeoutMs);
     // Every pending acquire listens for close(): that is not a leak.
     setMaxListeners(0, this.#closing.signal);
     this.subscriber = new Subscriber(() => connection.openSubscriber(), (error) => this.reportError(error));
@@ -98,6 +102,20 @@ export class Runtime implements LeaseHost {
   /** Throws if closed. */
   assertOpen(name?: string): void {
     if (this.#closing.signal.aborted) throw new PadlockClosedError(name);
+  }
+
+  /** The bounds of one acquire call on lock `name`: its `waitMs`, its `signal`, close(), and the reply time-out. */
+  scope(name: string, waitMs: number, signal: AbortSignal | undefined): WaitScope {
+    return new WaitScope(name, waitMs, signal, this.#closing.signal, this.runner.replyTimeoutMs, (lock, ms) => this.runner.noReply(lock, ms));
+  }
+
+  /**
+   * Lets a clean-up call run on after its caller has moved on (the caller is not kept waiting);
+   * close() waits for it, within its bound. The call must not reject.
+   */
+  track(cleanup: Promise<unknown>): void {
+    this.#cleanups.add(cleanup);
+    void cleanup.finally(() => this.#cleanups.delete(cleanup));
   }
 
   keys(name: string): LockKeys {
@@ -200,7 +218,7 @@ export class Runtime implements LeaseHost {
     this.emit('error', error instanceof Error ? error : new Error(String(error)));
   }
 
-  /** Rejects waits, stops renewal, releases held locks (best effort, bounded), closes the subscriber. */
+  /** Rejects waits, stops renewal, releases held locks and finishes clean-ups (best effort, bounded), closes the subscriber. */
   close(): Promise<void> {
     this.#closed ??= this.#close();
     return this.#closed;
@@ -219,7 +237,10 @@ export class Runtime implements LeaseHost {
         }
       }),
     );
-    await settleWithin(releases, CLOSE_RELEASE_TIMEOUT_MS);
+    // Waits that close() just rejected send their clean-up as their rejection unwinds (microtasks,
+    // all run before the next macrotask turn).
+    await new Promise((resolve) => setImmediate(resolve));
+    await settleWithin(Promise.allSettled([releases, ...this.#cleanups]), CLOSE_RELEASE_TIMEOUT_MS);
     for (const hold of holds) this.released(hold);
     await this.subscriber.close();
   }

@@ -44,6 +44,8 @@ export interface Watch {
 
 export class Subscriber {
   #connection: SubscriberConnection | undefined;
+  /** After close(), what the dropped connection still reports (its queued commands failing) is noise. */
+  #closed = false;
   readonly #channels = new Map<string, Channel>();
 
   constructor(
@@ -78,7 +80,7 @@ export class Subscriber {
       if (first) first = false;
       else for (const channel of this.#channels.values()) wakeAll(channel);
     });
-    connection.onError((error) => this.onError(error));
+    connection.onError((error) => this.#report(error));
     this.#connection = connection;
     return connection;
   }
@@ -122,11 +124,15 @@ export class Subscriber {
         state.mailbox.clear();
         state.linger = setTimeout(() => {
           this.#channels.delete(name);
-          connection.unsubscribe(name).catch((error: unknown) => this.onError(error));
+          connection.unsubscribe(name).catch((error: unknown) => this.#report(error));
         }, LINGER_MS);
         state.linger.unref();
       },
     };
+  }
+
+  #report(error: unknown): void {
+    if (!this.#closed) this.onError(error);
   }
 
   #deliver(name: string, message: string): void {
@@ -141,6 +147,7 @@ export class Subscriber {
 
   /** Closes the connection. Sleepers are woken; watches still open see no more messages. */
   async close(): Promise<void> {
+    this.#closed = true;
     const connection = this.#connection;
     this.#connection = undefined;
     for (const channel of this.#channels.values()) {

@@ -1,13 +1,15 @@
 /**
  * The bounds of one acquire call: the caller's `signal`, the Padlock closing, and the `waitMs`
- * deadline. `signal` folds all three (for sleeping); `race` bounds one call to Redis.
+ * deadline. `signal` folds all three (for sleeping); `race` bounds one call to Redis, also by
+ * padlock's reply time-out.
  */
-import { monotonicNow } from './clock.js';
-import { LockTimeoutError, PadlockClosedError, RedisUnavailableError } from './errors.js';
+import { bound, monotonicNow } from './clock.js';
+import { LockTimeoutError, PadlockClosedError, type RedisUnavailableError } from './errors.js';
 
 /**
- * Every call to Redis gets at least this long to answer, even past `waitMs` (so a short wait never
- * fails a free lock for want of time); past both, a silent Redis is reported as unavailable.
+ * Every call to Redis within a wait gets at least this long to answer, even past `waitMs` (so a
+ * short wait never fails a free lock for want of time); past both, a silent Redis is reported as
+ * unavailable. A wait therefore ends at most this long after its `waitMs`.
  */
 export const REPLY_GRACE_MS = 1_000;
 
@@ -26,6 +28,10 @@ export class WaitScope {
     readonly waitMs: number,
     userSignal: AbortSignal | undefined,
     closing: AbortSignal,
+    /** The longest any one call may wait for Redis's reply. */
+    readonly replyTimeoutMs: number,
+    /** Makes the error for a call with no reply within the given ms. */
+    private readonly noReply: (lock: string, ms: number) => RedisUnavailableError,
   ) {
     const interrupt = (reason: unknown): void => {
       this.#interrupt.abort(reason);
@@ -72,50 +78,24 @@ export class WaitScope {
   }
 
   /**
-   * Waits for a call to Redis unless the caller gives up or padlock closes, or — with a finite
-   * `waitMs` — Redis stays silent past both the deadline and {@link REPLY_GRACE_MS}. If the wait
-   * ends first, the call keeps running and `abandon` receives its value, so that whatever it
-   * obtained can be given back.
+   * How long the next call to Redis may wait for its reply: padlock's reply time-out, and within a
+   * finite wait no later than the deadline — but always {@link REPLY_GRACE_MS} at least (capped by
+   * the reply time-out), so a short wait never fails a free lock for want of time. So a wait ends
+   * at most one grace after its `waitMs`.
    */
-  race<T>(promise: Promise<T>, abandon?: (value: T) => void): Promise<T> {
-    const interrupt = this.#interrupt.signal;
-    if (interrupt.aborted) {
-      promise.then(abandon, () => undefined);
-      return Promise.reject(interrupt.reason);
-    }
-    return new Promise<T>((resolve, reject) => {
-      let settled = false;
-      const giveUp = (error: unknown): void => {
-        if (settled) return;
-        settled = true;
-        cleanup();
-        reject(error);
-      };
-      const onInterrupt = (): void => giveUp(interrupt.reason);
-      const silence =
-        this.waitMs === Infinity
-          ? undefined
-          : setTimeout(
-              () => giveUp(new RedisUnavailableError(this.lock, this.timeout(), `no reply within ${Math.round(this.waitedMs)} ms`)),
-              Math.max(this.remainingMs, REPLY_GRACE_MS),
-            );
-      const cleanup = (): void => {
-        interrupt.removeEventListener('abort', onInterrupt);
-        if (silence !== undefined) clearTimeout(silence);
-      };
-      interrupt.addEventListener('abort', onInterrupt, { once: true });
-      promise.then(
-        (value) => {
-          if (settled) abandon?.(value);
-          else {
-            settled = true;
-            cleanup();
-            resolve(value);
-          }
-        },
-        (error: unknown) => giveUp(error),
-      );
-    });
+  get replyBoundMs(): number {
+    const grace = Math.min(REPLY_GRACE_MS, this.replyTimeoutMs);
+    return Math.min(this.replyTimeoutMs, Math.max(this.remainingMs, grace));
+  }
+
+  /**
+   * Waits for a call to Redis unless the caller gives up or padlock closes (at once), or Redis stays
+   * silent past {@link replyBoundMs} (`RedisUnavailableError`). If the wait ends first, the call
+   * keeps running and `abandon` receives its value, so that whatever it obtained can be given back.
+   */
+  race<T>(call: Promise<T>, abandon?: (value: T) => void): Promise<T> {
+    const ms = this.replyBoundMs;
+    return bound(call, { ms, signal: this.#interrupt.signal, late: abandon, timeout: () => this.noReply(this.lock, ms) });
   }
 
   /** Clears the timer and listeners. */

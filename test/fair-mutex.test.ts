@@ -83,6 +83,8 @@ describe('fairMutex', () => {
     const p = padlockOn(server);
     const holder = await p.fairMutex('fair:giveup').acquire();
     await assert.rejects(p.fairMutex('fair:giveup').acquire({ waitMs: 100 }), { name: 'LockTimeoutError' });
+    // The rejection comes at once and the leave runs after it: a call on the same connection waits for it.
+    assert.equal(await p.fairMutex('fair:giveup').isLocked(), true);
     assert.equal(await admin.llen(keys.queue), 0);
     assert.equal(await admin.hlen(keys.waiters), 0);
     const controller = new AbortController();
@@ -90,6 +92,7 @@ describe('fairMutex', () => {
     assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 1));
     controller.abort(new Error('stop'));
     await assert.rejects(waiting, /stop/);
+    assert.equal(await p.fairMutex('fair:giveup').isLocked(), true);
     assert.equal(await admin.llen(keys.queue), 0);
     assert.equal(await admin.hlen(keys.waiters), 0);
     await holder.release();

@@ -7,7 +7,7 @@ import { acquireScript, releaseScript } from '../src/scripts/index.js';
 import type { Script } from '../src/redis/script-runner.js';
 import type { Arg } from '../src/redis/connection.js';
 import { lockKeys } from '../src/keys.js';
-import { activeResources, connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
+import { activeResources, commandCalls, connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
 
 let server: RedisServer;
 before(async () => {
@@ -205,21 +205,38 @@ for (const kind of ['mutex', 'fairMutex'] as const) {
       await assert.rejects(waiting, (e) => e === reason);
       const keys = lockKeys('padlock', 'wait:abort');
       assert.deepEqual(Object.keys(await admin.hgetall(keys.lock)).filter((f) => !f.startsWith(':')), [holder.owner]);
-      assert.equal(await admin.llen(keys.queue), 0, 'no queue entry left');
+      // The rejection comes at once; the leave it sent runs in Redis a moment later (a ghost entry
+      // would stay for seconds: its heartbeat allowance).
+      assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 0, 1_000), 'no queue entry left');
       assert.equal(await admin.hlen(keys.waiters), 0);
       assert.equal(p.runtime.subscriber.activeChannelCount, 0, 'the waiter left its channel');
       await holder.release();
       await assert.rejects(p[kind]('wait:abort').acquire({ signal: AbortSignal.abort(reason) }), (e) => e === reason);
     });
 
+    it('after close(), every call rejects PadlockClosedError and sends nothing', async () => {
+      const own = await startServer(); // nothing else runs scripts there
+      const p = padlockOn(own);
+      const lock = p[kind]('closed:calls');
+      await p.close();
+      const ownAdmin = connect(own);
+      const before = await commandCalls(ownAdmin, 'evalsha');
+      await assert.rejects(lock.isLocked(), PadlockClosedError);
+      await assert.rejects(lock.forceRelease(), PadlockClosedError);
+      await assert.rejects(lock.tryAcquire(), PadlockClosedError);
+      await assert.rejects(lock.acquire(), PadlockClosedError);
+      await assert.rejects(lock.withLock(() => 1), PadlockClosedError);
+      assert.equal(await commandCalls(ownAdmin, 'evalsha'), before, 'no script was sent');
+    });
+
     it('a lock granted just as close() begins is given back, not leaked', async () => {
       const p = padlockOn(server);
       const runner = p.runtime.runner;
-      const run = runner.run.bind(runner);
+      const send = runner.send.bind(runner);
       let closing: Promise<void> | undefined;
       // Let the acquire script succeed, then close before its caller resumes.
-      runner.run = async <R>(script: Script<R>, keys: readonly string[], args: readonly Arg[], lock?: string): Promise<R> => {
-        const reply = await run(script, keys, args, lock);
+      runner.send = async <R>(script: Script<R>, keys: readonly string[], args: readonly Arg[], lock?: string): Promise<R> => {
+        const reply = await send(script, keys, args, lock);
         closing ??= p.close();
         return reply;
       };

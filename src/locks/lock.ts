@@ -13,7 +13,7 @@ import { scriptKeys, type LockKeys } from '../keys.js';
 import { Lease } from '../lease.js';
 import { checkName, resolveAcquireOptions, type AcquireOptions, type ResolvedAcquireOptions } from '../options.js';
 import type { Runtime } from '../runtime.js';
-import { WaitScope } from '../wait-scope.js';
+import type { WaitScope } from '../wait-scope.js';
 
 /** A hold the server granted. */
 export interface Grant {
@@ -31,10 +31,14 @@ export interface Lockable {
   readonly name: string;
   /**
    * Waits for the lock (up to `waitMs`, default forever) and returns its lease.
-   * Rejects with `LockTimeoutError` when `waitMs` runs out, with `signal.reason` when aborted.
+   * Rejects with `LockTimeoutError` when `waitMs` runs out, with `signal.reason` at once when
+   * aborted, with `RedisUnavailableError` when Redis does not answer a call in time.
    */
   acquire(options?: AcquireOptions): Promise<Lease>;
-  /** Takes the lock if it is free now (or within `waitMs`, default 0); `null` otherwise. */
+  /**
+   * Takes the lock if it is free now: one attempt, never queued (with a `waitMs`, waits like
+   * `acquire` up to that long); `null` when the lock is held.
+   */
   tryAcquire(options?: AcquireOptions): Promise<Lease | null>;
   /**
    * Acquires, runs `fn` with the lease, and releases in `finally`. Inside `fn`, acquiring this lock
@@ -42,9 +46,12 @@ export interface Lockable {
    * rejects with the `LockLostError` even when `fn` succeeded.
    */
   withLock<T>(fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T>;
-  /** Whether anyone holds the lock now. */
+  /** Whether anyone holds the lock now. Rejects with `PadlockClosedError` after `close()`. */
   isLocked(): Promise<boolean>;
-  /** Deletes the lock whoever holds it (operators only); true when it was held. Holders learn at their next renewal. */
+  /**
+   * Deletes the lock whoever holds it (operators only); true when it was held. Holders learn at their
+   * next renewal. Rejects with `PadlockClosedError` after `close()`.
+   */
   forceRelease(): Promise<boolean>;
 }
 
@@ -107,11 +114,13 @@ export abstract class Lock implements Lockable, HoldOwnerOps {
   }
 
   async isLocked(): Promise<boolean> {
+    this.runtime.assertOpen(this.name);
     const state = await this.runtime.runner.run(inspectScript, [this.keys.lock], [], this.name);
     return state.fence > 0;
   }
 
   async forceRelease(): Promise<boolean> {
+    this.runtime.assertOpen(this.name);
     return this.runtime.runner.run(
       forceReleaseScript,
       scriptKeys(this.keys),
@@ -125,7 +134,7 @@ export abstract class Lock implements Lockable, HoldOwnerOps {
     this.runtime.assertOpen(this.name);
     opts.signal?.throwIfAborted();
     const existing = opts.owner === undefined ? this.runtime.contextHold(this.keys.lock) : this.runtime.findHold(this.keys.lock, opts.owner);
-    const scope = new WaitScope(this.name, opts.waitMs, opts.signal, this.runtime.closing);
+    const scope = this.runtime.scope(this.name, opts.waitMs, opts.signal);
     try {
       if (existing !== undefined) return await this.#reenter(existing, opts, scope);
       if (opts.owner !== undefined) return await this.#reenterRemote(opts.owner, opts, scope);

@@ -6,7 +6,7 @@
  * may take the lock first (barging); a fair waiter is handed the lock outright (see fair-mutex.ts).
  * Waiters refresh a heartbeat while they wait; the scripts skip a waiter whose heartbeat ran out.
  */
-import { driftMs, monotonicNow, settleWithin } from '../clock.js';
+import { driftMs, monotonicNow } from '../clock.js';
 import { scriptKeys, waiterChannel } from '../keys.js';
 import { MAX_MS, type ResolvedAcquireOptions } from '../options.js';
 import { TOMBSTONE_MS } from '../runtime.js';
@@ -20,8 +20,6 @@ import { Lock, type Grant } from './lock.js';
 const HEARTBEAT_MS = 1_000;
 /** A waiter that missed this many heartbeats in a row is taken for dead and skipped. */
 const HEARTBEATS_ALLOWED = 3;
-/** How long giving up may wait for Redis to take the waiter out of the queue. */
-const LEAVE_TIMEOUT_MS = 2_000;
 
 /** How an attempt treats the queue (see acquire.lua). */
 type Mode = 'try' | 'queue' | 'requeue' | 'reenter';
@@ -32,7 +30,7 @@ export class Mutex extends Lock {
 
   #attempt(owner: string, leaseMs: number, mode: Mode, heartbeatMs: number): Promise<AcquireReply> {
     const keys = this.keys;
-    return this.runtime.runner.run(
+    return this.runtime.runner.send(
       acquireScript,
       scriptKeys(keys),
       [owner, leaseMs, newRequestId(), mode, this.runtime.clientId, heartbeatMs * HEARTBEATS_ALLOWED, this.kind],
@@ -59,18 +57,22 @@ export class Mutex extends Lock {
     const heartbeatMs = Math.max(5, Math.min(HEARTBEAT_MS, options.leaseMs / 3));
     const channel = waiterChannel(this.keys, this.runtime.clientId);
     let watch: Watch | undefined;
+    // Set before the first call that may queue this waiter is sent, not when its reply comes: a wait
+    // that ends while that call is in flight must still leave the queue, or it leaves a ghost there.
     let queued = false;
     const abandon = (late: AcquireReply): void => {
       if (late.status === 'acquired') this.giveBack(owner, late.holdCount);
     };
     try {
-      // While this client already listens (other local waiters), join the queue at once.
-      let mode: Mode = this.runtime.subscriber.isSubscribed(channel) ? 'queue' : 'try';
+      // While this client already listens (other local waiters), join the queue at once; a call
+      // that may not wait (tryAcquire) only ever tries.
+      let mode: Mode = scope.waitMs > 0 && this.runtime.subscriber.isSubscribed(channel) ? 'queue' : 'try';
       for (;;) {
-        if (mode !== 'try' && watch === undefined) {
+        if (mode !== 'try') {
           // Listen before joining the queue, so that the wake-up or handoff cannot be missed.
-          watch = this.runtime.subscriber.watch(channel);
+          watch ??= this.runtime.subscriber.watch(channel);
           await scope.race(watch.ready);
+          queued = true;
         }
         const sentAt = monotonicNow();
         const reply: AcquireReply = await scope.race(this.#attempt(owner, options.leaseMs, mode, heartbeatMs), abandon);
@@ -80,7 +82,6 @@ export class Mutex extends Lock {
           mode = 'queue';
           continue;
         }
-        queued = true;
         // Sleep until a release turns to us, the next heartbeat, or the holder's lease runs out
         // (a crashed holder releases nothing).
         const fallback: number = reply.pttl > 0 ? reply.pttl + 1 : heartbeatMs;
@@ -94,17 +95,19 @@ export class Mutex extends Lock {
         scope.check();
       }
     } catch (error) {
-      if (queued) await this.#leave(owner);
+      // The caller is told at once; leaving runs on (after any call still in flight, on the same
+      // connection) and close() waits for it.
+      if (queued) this.#leave(owner);
       throw error;
     } finally {
       watch?.close();
     }
   }
 
-  /** Leaves the queue, passing on a lock or wake-up given meanwhile. Bounded, never throws. */
-  async #leave(owner: string): Promise<void> {
+  /** Leaves the queue, passing on a lock or wake-up given meanwhile. Idempotent; never throws. */
+  #leave(owner: string): void {
     const leave = this.runtime.runner.run(leaveScript, scriptKeys(this.keys), [owner, this.keys.released, TOMBSTONE_MS], this.name);
-    await settleWithin(leave, LEAVE_TIMEOUT_MS);
+    this.runtime.track(leave.catch(() => undefined));
   }
 }
 

@@ -17,6 +17,8 @@ export interface CommandConnection {
   openSubscriber(): SubscriberConnection;
   /** True for a Redis Cluster: a multi-key script call must stay within one slot. */
   readonly isCluster: boolean;
+  /** The client's connection state, in its own words (ioredis: `ready`, `reconnecting`, …), for error messages. */
+  readonly status: string;
 }
 
 /** A connection in subscriber mode. */
@@ -47,6 +49,9 @@ export function fromIoredis(client: Redis | Cluster): CommandConnection {
     eval: (source, keys, args) => commands.eval(source, keys.length, ...keys, ...args),
     openSubscriber: () => subscriberFromIoredis(client.duplicate()),
     isCluster: 'isCluster' in client && client.isCluster === true,
+    get status() {
+      return client.status;
+    },
   };
 }
 
@@ -57,12 +62,11 @@ function subscriberFromIoredis(client: Redis | Cluster): SubscriberConnection {
     onMessage: (listener) => void client.on('message', listener),
     onReady: (listener) => void client.on('ready', listener),
     onError: (listener) => void client.on('error', listener),
-    close: async () => {
-      try {
-        await client.quit();
-      } catch {
-        client.disconnect();
-      }
+    // Not QUIT: it would queue behind an UNSUBSCRIBE held for a dead server (ioredis 6 holds it
+    // for over a minute). A subscriber has nothing to flush; dropping the socket is the clean end.
+    close: () => {
+      client.disconnect();
+      return Promise.resolve();
     },
   };
 }
