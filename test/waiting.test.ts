@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { lockKeys, waiterChannel } from '../src/keys.js';
 import { acquireScript, leaveScript } from '../src/scripts/index.js';
+import { probeScripts, probeWakes, type WakeProbe } from './harness/probes.js';
 import { commandCalls, connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
 
 let server: RedisServer;
@@ -10,18 +11,50 @@ before(async () => {
   server = await startServer();
 });
 
+/** Where, in a waiter's progress, a race round releases the lock. */
+type Moment =
+  | { readonly at: 'delay'; readonly ms: number }
+  | { readonly at: 'sent' | 'answered'; readonly call: number };
+
+const MOMENTS: readonly Moment[] = [
+  ...[0, 1, 2, 3, 4].map((ms): Moment => ({ at: 'delay', ms })),
+  // Around its first attempt, and around the one that queues it (the waiter asleep after it).
+  ...[1, 2].flatMap((call): Moment[] => [{ at: 'sent', call }, { at: 'answered', call }]),
+];
+
+function describeMoment(moment: Moment): string {
+  return moment.at === 'delay' ? `${moment.ms} ms after the waiter started` : `as its script call ${moment.call} was ${moment.at}`;
+}
+
 describe('waiting without polling (mutex)', () => {
-  it('misses no wake-up when a release races the waiter\'s subscription', async () => {
-    // A long lease: if the release were missed, the waiter would sleep until the fallback (60 s).
-    for (let round = 0; round < 30; round++) {
+  // These waiters sleep until a message comes (probeWakes messagesOnly): no heartbeat or lease
+  // timer makes good a missed wake-up, which would leave the waiter asleep until its waitMs ran out.
+  it('misses no wake-up when a release races the waiter\'s attempts and subscription', async () => {
+    for (let round = 0; round < 3 * MOMENTS.length; round++) {
+      const moment = MOMENTS[round % MOMENTS.length]!;
       const a = padlockOn(server, { leaseMs: 60_000 });
       const b = padlockOn(server, { leaseMs: 60_000 });
       const holder = await a.mutex('wake:race').acquire();
-      const waiting = b.mutex('wake:race').acquire({ waitMs: 5_000 });
-      // Release at varying moments around the waiter's first attempt and subscription.
-      await delay(round % 5);
-      await holder.release();
-      const lease = await waiting;
+      let released: Promise<void> | undefined;
+      const release = (): void => {
+        released ??= holder.release();
+      };
+      // A waiter that goes to sleep before the moment comes is released there.
+      probeWakes(b, { messagesOnly: true, onSleep: release });
+      const at = (when: 'sent' | 'answered', call: number): void => {
+        if (moment.at === when && moment.call === call) release();
+      };
+      probeScripts(b, { sent: ({ call }) => at('sent', call), answered: ({ call }) => at('answered', call) });
+      const waiting = b.mutex('wake:race').acquire({ waitMs: 10_000 });
+      if (moment.at === 'delay') {
+        await delay(moment.ms);
+        release();
+      }
+      const lease = await waiting.catch((error: unknown) =>
+        assert.fail(`released ${describeMoment(moment)}, the waiter was never woken: ${String(error)}`),
+      );
+      await released;
+      assert.ok(lease.fence > holder.fence);
       await lease.release();
       await a.close();
       await b.close();
@@ -32,6 +65,7 @@ describe('waiting without polling (mutex)', () => {
     const a = padlockOn(server, { leaseMs: 60_000 });
     const b = padlockOn(server, { leaseMs: 60_000 });
     const holder = await a.mutex('wake:between').acquire();
+    probeWakes(b, { messagesOnly: true });
     const subscriber = b.runtime.subscriber;
     const watch = subscriber.watch.bind(subscriber);
     let released: Promise<void> | undefined;
@@ -40,7 +74,11 @@ describe('waiting without polling (mutex)', () => {
       released ??= holder.release();
       return watch(channel);
     };
-    const lease = await b.mutex('wake:between').acquire({ waitMs: 5_000 });
+    // A waiter that sleeps without trying again once subscribed never hears of this release.
+    const lease = await b
+      .mutex('wake:between')
+      .acquire({ waitMs: 10_000 })
+      .catch((error: unknown) => assert.fail(`the waiter missed the release: ${String(error)}`));
     assert.ok(released, 'the release happened inside the window');
     await released;
     await lease.release();
@@ -51,6 +89,8 @@ describe('waiting without polling (mutex)', () => {
     const holderSide = padlockOn(server, { leaseMs: 60_000 });
     // Four clients (as four processes would be), two waiters each.
     const clients = Array.from({ length: 4 }, () => padlockOn(server, { leaseMs: 60_000 }));
+    const probes = clients.map((client) => probeWakes(client));
+    const heartbeats = (): number => probes.reduce((sum, probe) => sum + probe.fallbacks, 0);
     const holder = await holderSide.mutex('wake:one').acquire();
     const order: number[] = [];
     const tasks = Array.from({ length: 8 }, (_, i) =>
@@ -60,17 +100,23 @@ describe('waiting without polling (mutex)', () => {
         await lease.release();
       }),
     );
-    await delay(100); // every waiter has tried, subscribed, tried again, and sleeps
+    assert.ok(await eventually(async () => (await admin.llen(lockKeys('padlock', 'wake:one').queue)) === 8), 'every waiter queued');
+    const heartbeatsBefore = heartbeats();
     const before = await commandCalls(admin, 'evalsha');
     await holder.release();
     await Promise.all(tasks);
     const calls = (await commandCalls(admin, 'evalsha')) - before;
+    // A heartbeat (one call each) may fall in the run on a slow machine: it is not a wake-up...
+    const woken = calls - (heartbeats() - heartbeatsBefore);
     assert.equal(order.length, 8);
+    // ...if it is one: a waiter sleeps a full heartbeat (1 s with a 60 s lease) at a time, it does not poll.
+    const sleeps = probes.flatMap((probe) => probe.sleeps);
+    assert.ok(sleeps.every((ms) => ms >= 1_000), `slept ${sleeps.join(', ')} ms at a time`);
     // 8 woken attempts + 8 releases; a herd would cost up to 8 attempts per release (~45 calls).
-    assert.ok(calls <= 20, `${calls} script calls for 8 handoffs`);
+    assert.ok(woken <= 20, `${calls} script calls (${calls - woken} after a heartbeat) for 8 handoffs`);
   });
 
-  it('a wake-up given to a waiter that gives up is passed on, and one given to a dead waiter costs a heartbeat at most', async () => {
+  it('a wake-up given to a waiter that gives up is passed on', async () => {
     const admin = connect(server);
     const keys = lockKeys('padlock', 'wake:ghost');
     const all = [keys.lock, keys.fence, keys.queue, keys.waiters];
@@ -79,35 +125,71 @@ describe('waiting without polling (mutex)', () => {
     const waiterSide = padlockOn(server, { leaseMs: 60_000 });
     // A queued waiter of a client that never reads its channel, ahead of a real one.
     const ghost = 'g'.repeat(32);
-    let holder = await holderSide.mutex('wake:ghost').acquire();
+    const holder = await holderSide.mutex('wake:ghost').acquire();
     await run(acquireScript, [ghost, 60_000, 'req-ghost1', 'queue', 'ghostclient', 30_000, 'mutex']);
-    let waiting = waiterSide.mutex('wake:ghost').acquire({ waitMs: 800 }); // less than a heartbeat
+    // Only a message moves the real waiter: without the ghost's wake passed on, it waits out its waitMs.
+    probeWakes(waiterSide, { messagesOnly: true });
+    const waiting = waiterSide.mutex('wake:ghost').acquire({ waitMs: 10_000 });
     assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 2));
     await holder.release(); // wakes the ghost, the first in the queue
+    assert.equal(await admin.hexists(keys.waiters, ghost), 0, 'the ghost was woken');
     assert.equal(await admin.llen(keys.queue), 1);
     await run(leaveScript, [ghost, keys.released, 10_000]); // the ghost gives up: its wake goes on
-    await (await waiting).release();
+    const lease = await waiting.catch((error: unknown) => assert.fail(`the ghost's wake-up was not passed on: ${String(error)}`));
+    await lease.release();
+  });
 
-    // A dead waiter (it never gives up): the live one retries at its next heartbeat.
-    holder = await holderSide.mutex('wake:ghost').acquire();
-    await run(acquireScript, [ghost, 60_000, 'req-ghost2', 'queue', 'ghostclient', 30_000, 'mutex']);
-    waiting = waiterSide.mutex('wake:ghost').acquire({ waitMs: 10_000 });
+  it('a wake-up given to a dead waiter costs the live one behind it a heartbeat, no more', async () => {
+    const admin = connect(server);
+    const keys = lockKeys('padlock', 'wake:dead');
+    const all = [keys.lock, keys.fence, keys.queue, keys.waiters];
+    const holderSide = padlockOn(server, { leaseMs: 60_000 });
+    const waiterSide = padlockOn(server, { leaseMs: 60_000 });
+    const probe: WakeProbe = probeWakes(waiterSide);
+    // A queued waiter whose client died: it never reads its channel, nor gives up (30 s allowance).
+    const dead = 'd'.repeat(32);
+    const holder = await holderSide.mutex('wake:dead').acquire();
+    await admin.eval(acquireScript.source, all.length, ...all, dead, 60_000, 'req-dead', 'queue', 'deadclient', 30_000, 'mutex');
+    const waiting = waiterSide.mutex('wake:dead').acquire({ waitMs: 10_000 });
     assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 2));
-    await holder.release();
-    await (await waiting).release();
+    const messages = probe.messages;
+    const before = await commandCalls(admin, 'evalsha');
+    await holder.release(); // wakes the dead waiter, the first in the queue; the lock stays free
+    assert.equal(await admin.hexists(keys.waiters, dead), 0, 'the release woke the dead waiter, not the live one');
+    assert.equal(await admin.llen(keys.queue), 1, 'the live waiter is still queued');
+    const lease = await waiting;
+    assert.equal(probe.messages, messages, 'the live waiter was sent nothing');
+    // The release, then the live waiter's next heartbeat finds the lock free (plus one already in flight).
+    const calls = (await commandCalls(admin, 'evalsha')) - before;
+    assert.ok(calls <= 3, `${calls} script calls from the release to the live waiter's lease`);
+    await lease.release();
   });
 
   it('a waiter whose holder crashed proceeds after the lease, with no message', async () => {
-    const holderSide = padlockOn(server);
     const admin = connect(server);
-    const holder = await holderSide.mutex('wake:crash').acquire({ leaseMs: 300 });
+    const leaseMs = 300;
+    const holderSide = padlockOn(server);
+    const waiterSide = padlockOn(server); // a 1 s heartbeat: the holder's lease runs out first
+    const probe = probeWakes(waiterSide);
+    const sentAt = performance.now();
+    const holder = await holderSide.mutex('wake:crash').acquire({ leaseMs });
     // Simulate a crash: the holder's process stops renewing and never releases (no publish).
     holderSide.runtime.watchdog.stop();
-    const start = performance.now();
-    const lease = await padlockOn(server).mutex('wake:crash').acquire({ waitMs: 10_000 });
-    assert.ok(performance.now() - start < 10_000);
+    const publishes = await commandCalls(admin, 'publish');
+    const calls = await commandCalls(admin, 'evalsha');
+    const lease = await waiterSide.mutex('wake:crash').acquire({ waitMs: 10_000 });
+    const waitedSinceHolderAsked = performance.now() - sentAt;
     assert.ok(lease.fence > holder.fence);
     assert.equal(await admin.hget(lockKeys('padlock', 'wake:crash').lock, lease.owner), '1');
+    // Redis expires the hold at least leaseMs after it was asked for (ms rounding aside).
+    assert.ok(waitedSinceHolderAsked >= leaseMs - 2, `granted ${waitedSinceHolderAsked.toFixed(0)} ms after the holder asked for ${leaseMs} ms`);
+    assert.equal((await commandCalls(admin, 'publish')) - publishes, 0, 'nothing was published: no release, no wake-up');
+    assert.equal(probe.messages, 0);
+    // It slept until the holder's lease would end (bounded by the pttl Redis gave, not a heartbeat)...
+    assert.ok(probe.sleeps.length > 0 && probe.sleeps.every((ms) => ms <= leaseMs + 1), `slept ${probe.sleeps.join(', ')} ms`);
+    // ...and so tried a handful of times, not polling: try, queue, the retry at the lease's end.
+    const attempts = (await commandCalls(admin, 'evalsha')) - calls;
+    assert.ok(attempts <= 6, `${attempts} attempts`);
     await lease.release();
   });
 
@@ -115,19 +197,23 @@ describe('waiting without polling (mutex)', () => {
     const a = padlockOn(server);
     const b = padlockOn(server);
     const admin = connect(server);
-    const channel = waiterChannel(lockKeys('padlock', 'wake:unsub'), b.runtime.clientId);
+    const keys = lockKeys('padlock', 'wake:unsub');
+    const channel = waiterChannel(keys, b.runtime.clientId);
     const holder = await a.mutex('wake:unsub').acquire();
-    const w1 = b.mutex('wake:unsub').acquire({ waitMs: 100 }).catch((e: unknown) => e);
-    const w2 = b.mutex('wake:unsub').acquire({ waitMs: 5_000 });
-    await delay(50);
+    const giveUp = new AbortController();
+    const w1 = b.mutex('wake:unsub').acquire({ signal: giveUp.signal }).catch((e: unknown) => e);
+    const w2 = b.mutex('wake:unsub').acquire({ waitMs: 10_000 });
+    assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 2), 'both waiters queued');
     assert.equal(b.runtime.subscriber.channelCount, 1, 'one subscription shared by two waiters');
     assert.deepEqual(await admin.pubsub('NUMSUB', channel), [channel, 1]);
+    giveUp.abort(new Error('gave up'));
     await w1;
     assert.equal(b.runtime.subscriber.activeChannelCount, 1);
     await holder.release();
     await (await w2).release();
     assert.equal(b.runtime.subscriber.activeChannelCount, 0);
-    assert.ok(await eventually(() => b.runtime.subscriber.channelCount === 0, 5_000), 'unsubscribed after lingering');
+    // The subscription lingers 2 s; the bound only limits how long a failure takes.
+    assert.ok(await eventually(() => b.runtime.subscriber.channelCount === 0, 20_000), 'unsubscribed after lingering');
     assert.deepEqual(await admin.pubsub('NUMSUB', channel), [channel, 0]);
   });
 });
