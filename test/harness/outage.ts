@@ -1,0 +1,157 @@
+/**
+ * The outage matrix: each call padlock offers, made while Redis is down, with each ioredis major a
+ * user may pass in. A fault is either a stopped server (connections refused) or a silent one
+ * (SIGSTOP: it accepts connections and answers nothing, as a hung or partitioned server does).
+ * Shared by test/outage.test.ts (which asserts the bounds) and bench/outage.ts (which prints them).
+ */
+import { Redis as Redis5 } from 'ioredis';
+import { Redis as Redis6 } from 'ioredis6';
+import { startRedisServer, type RedisServer } from '../../src/devserver/redis-server.js';
+import { Padlock, type Lease } from '../../src/index.js';
+import { monotonicNow } from '../../src/clock.js';
+
+/** The ioredis majors padlock accepts. */
+export const CLIENTS = ['ioredis5', 'ioredis6'] as const;
+export type ClientVersion = (typeof CLIENTS)[number];
+
+/** How Redis fails. */
+export const FAULTS = ['stopped', 'silent'] as const;
+export type Fault = (typeof FAULTS)[number];
+
+/** The calls measured. */
+export const CALLS = [
+  'acquire()',
+  'acquire({ waitMs: 1000 })',
+  'queued acquire({ waitMs: 8000 })',
+  'abort a queued wait',
+  'close() with a hold and a waiter',
+  'release()',
+  'tryAcquire()',
+] as const;
+export type Call = (typeof CALLS)[number];
+
+/** How one call ended. */
+export interface Outcome {
+  /** Milliseconds from the measured moment (the call, the abort, or close()) to its end. */
+  readonly ms: number;
+  /** The error's class name, or 'resolved'. */
+  readonly error: string;
+  /** The error's `cause`, if any: its class name and the start of its message. */
+  readonly cause: string | undefined;
+}
+
+/** A client of the given major on `server`, at its defaults (as a user would make it). */
+export function clientOf(version: ClientVersion, server: RedisServer): Redis5 {
+  const options = { host: server.host, port: server.port };
+  // ioredis 6's class has the same surface padlock uses; the cast only names one of the two types.
+  const client = version === 'ioredis5' ? new Redis5(options) : (new Redis6(options) as unknown as Redis5);
+  client.on('error', () => undefined); // the faults below provoke connection errors on purpose
+  return client;
+}
+
+function outcomeOf(startedAt: number, result: PromiseSettledResult<unknown>): Outcome {
+  const ms = monotonicNow() - startedAt;
+  if (result.status === 'fulfilled') return { ms, error: 'resolved', cause: undefined };
+  const error = result.reason as { name?: unknown; cause?: unknown } | undefined;
+  const cause = error?.cause;
+  return {
+    ms,
+    error: typeof error?.name === 'string' ? error.name : String(result.reason),
+    cause: cause instanceof Error ? `${cause.name}: ${cause.message.slice(0, 60)}` : cause === undefined ? undefined : typeof cause,
+  };
+}
+
+/** A call still pending after this long is reported as such rather than awaited for ever. */
+export const GIVE_UP_MS = 100_000;
+
+/** Settles like `work`, or rejects with 'Pending' after {@link GIVE_UP_MS}. */
+async function capped(work: Promise<unknown>): Promise<PromiseSettledResult<unknown>> {
+  let timer: NodeJS.Timeout | undefined;
+  const cap = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error('still pending'), { name: 'Pending' })), GIVE_UP_MS);
+  });
+  const [result] = await Promise.allSettled([Promise.race([work, cap])]);
+  clearTimeout(timer);
+  return result;
+}
+
+async function timed(work: () => Promise<unknown>): Promise<Outcome> {
+  const startedAt = monotonicNow();
+  return outcomeOf(startedAt, await capped(work()));
+}
+
+const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Makes Redis fail the given way. */
+async function inflict(server: RedisServer, fault: Fault): Promise<void> {
+  if (fault === 'stopped') await server.kill();
+  else server.pause();
+}
+
+/** Measures one call under one fault with one client. Starts and stops its own server. */
+export async function measure(version: ClientVersion, fault: Fault, call: Call): Promise<Outcome> {
+  const server = await startRedisServer();
+  const client = clientOf(version, server);
+  const other = clientOf(version, server);
+  const padlock = new Padlock({ redis: client });
+  const holderSide = new Padlock({ redis: other });
+  const name = 'outage';
+  try {
+    await client.ping();
+    await other.ping();
+    switch (call) {
+      case 'acquire()':
+        await inflict(server, fault);
+        return await timed(() => padlock.mutex(name).acquire());
+      case 'acquire({ waitMs: 1000 })':
+        await inflict(server, fault);
+        return await timed(() => padlock.mutex(name).acquire({ waitMs: 1_000 }));
+      case 'tryAcquire()':
+        await inflict(server, fault);
+        return await timed(() => padlock.mutex(name).tryAcquire());
+      case 'queued acquire({ waitMs: 8000 })': {
+        await holderSide.mutex(name).acquire();
+        const startedAt = monotonicNow();
+        const waiting = padlock.mutex(name).acquire({ waitMs: 8_000 });
+        await delay(200); // queued and asleep
+        await inflict(server, fault);
+        return outcomeOf(startedAt, await capped(waiting));
+      }
+      case 'abort a queued wait': {
+        await holderSide.mutex(name).acquire();
+        const controller = new AbortController();
+        const waiting = padlock.mutex(name).acquire({ signal: controller.signal });
+        await delay(200);
+        await inflict(server, fault);
+        await delay(300);
+        return await timed(() => {
+          controller.abort(new Error('caller gave up'));
+          return waiting;
+        });
+      }
+      case 'close() with a hold and a waiter': {
+        await padlock.mutex(`${name}:held`).acquire();
+        await holderSide.mutex(name).acquire();
+        const waiting = padlock.mutex(name).acquire();
+        waiting.catch(() => undefined);
+        await delay(200);
+        await inflict(server, fault);
+        await delay(300);
+        return await timed(() => padlock.close());
+      }
+      case 'release()': {
+        const lease: Lease = await padlock.mutex(name).acquire();
+        await inflict(server, fault);
+        return await timed(() => lease.release());
+      }
+      default:
+        throw new Error(`unknown call ${String(call satisfies never)}`);
+    }
+  } finally {
+    if (fault === 'silent') server.resume();
+    await Promise.allSettled([padlock.close(), holderSide.close()]);
+    client.disconnect();
+    other.disconnect();
+    await server.stop();
+  }
+}
