@@ -20,7 +20,10 @@ export class Lease implements AsyncDisposable {
   readonly #holdCount: number;
   #release: Promise<void> | undefined;
 
-  /** @internal */
+  /**
+   * Leases come from `acquire`, `tryAcquire` and `withLock`; this constructor is padlock's own.
+   * (Left in the published types so that `new Lease()` does not type-check.)
+   */
   constructor(hold: Hold, host: LeaseHost, holdCount: number) {
     this.#hold = hold;
     this.#host = host;

@@ -15,12 +15,14 @@ import { Runtime, type PadlockEvents } from './runtime.js';
  *
  * @example
  * ```ts
- * const padlock = new Padlock({ redis: new Redis(url) });
+ * const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+ * const padlock = new Padlock({ redis });
  * const total = await padlock.withLock('order:42', async (lease) => {
- *   await store.write(data, { fence: lease.fence });
+ *   // send lease.fence with every write to the protected store
  *   return 7;
  * }, { waitMs: 5_000 });
- * await padlock.close();
+ * await padlock.close(); // releases what it holds; the client stays yours:
+ * await redis.quit();
  * ```
  *
  * Events: `acquired`, `released`, `extended` (renewals too), `lost` (a `LockLostError`), `error`

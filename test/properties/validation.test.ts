@@ -33,7 +33,16 @@ import {
 } from './support.js';
 
 const ACQUIRE_KEYS = ['waitMs', 'leaseMs', 'autoExtend', 'signal', 'owner'] as const;
-const PADLOCK_KEYS = ['redis', 'prefix', 'leaseMs'] as const;
+const PADLOCK_KEYS = ['redis', 'prefix', 'leaseMs', 'replyTimeoutMs'] as const;
+/** What padlock calls on a client, and the connection state it reads: a client lacking any is refused. */
+const CLIENT_METHODS = ['evalsha', 'eval', 'duplicate', 'subscribe', 'unsubscribe', 'on', 'quit', 'disconnect'] as const;
+
+/** The oracle's view of a usable client: an object with every method padlock calls and a `status` string. */
+function isClient(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const record = value as Record<string, unknown>;
+  return CLIENT_METHODS.every((method) => typeof record[method] === 'function') && typeof record['status'] === 'string';
+}
 
 /** Keys that are not options, including near misses of real ones. */
 function unknownKey(known: readonly string[]): fc.Arbitrary<string> {
@@ -132,6 +141,7 @@ describe('properties: validation accepts exactly what is documented', () => {
   it('Padlock options: valid ones construct, any refused one throws naming it', { timeout: 60_000 }, async () => {
     const spy = await spyClient();
     spies.push(spy);
+    // The look-alike of an older check (evalsha and duplicate only), now refused.
     const fakeClient = { evalsha: () => Promise.resolve(null), duplicate: () => fakeClient };
     const options = fc.oneof(
       {
@@ -146,6 +156,7 @@ describe('properties: validation accepts exactly what is documented', () => {
                   fc.oneof(fc.constantFrom('', 'a{b}', 'a b', 'pad/lock', 'é', 'x'.repeat(65)), fc.string({ unit: fc.constantFrom('a', '{', '}', ' ', '*', '🔒'), minLength: 1, maxLength: 70 })),
                 ),
                 leaseMs: mostlyValid(fc.integer({ min: 10, max: MAX_MS }), nearMs(10)),
+                replyTimeoutMs: mostlyValid(fc.integer({ min: 100, max: MAX_MS }), nearMs(100)),
               },
               { requiredKeys: ['redis'] },
             ),
@@ -163,9 +174,10 @@ describe('properties: validation accepts exactly what is documented', () => {
           const record = opts as Record<string, unknown>;
           for (const [key, value] of Object.entries(record)) {
             const ok =
-              key === 'redis' ? typeof value === 'object' && value !== null && typeof (value as { evalsha?: unknown }).evalsha === 'function' && typeof (value as { duplicate?: unknown }).duplicate === 'function'
+              key === 'redis' ? isClient(value)
               : key === 'prefix' ? value === undefined || isValidPrefix(value)
               : key === 'leaseMs' ? value === undefined || isValidMs(value, 10, false)
+              : key === 'replyTimeoutMs' ? value === undefined || isValidMs(value, 100, false)
               : false;
             if (!ok) refused.set((PADLOCK_KEYS as readonly string[]).includes(key) ? key : `options.${key}`, value);
           }
