@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { lockKeys } from '../src/keys.js';
 import { acquireScript, leaveScript } from '../src/scripts/index.js';
-import { commandCalls, connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
+import { probeScripts, probeWakes } from './harness/probes.js';
+import { connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
 
 const fixture = (name: string): string => fileURLToPath(new URL(`./fixtures/${name}.js`, import.meta.url));
 
@@ -31,30 +32,35 @@ describe('fairMutex', () => {
     assert.deepEqual(await admin.lrange('fair:fifo:order', 0, -1), ['0', '1', '2', '3', '4']);
   });
 
-  it('hands the lock over in the release itself: one call to wait, one to release, nothing else', async () => {
+  it('hands the lock over in the release itself: the waiter is told, not woken to retry', async () => {
     const admin = connect(server);
     const a = padlockOn(server);
-    const b = padlockOn(server, { leaseMs: 2_000 }); // within the heartbeat allowance: no lengthening call
+    const b = padlockOn(server, { leaseMs: 2_000 }); // within the heartbeat allowance: the handoff grants the whole lease
+    // No heartbeat either: whatever b sends after the release, it sends because of the release.
+    const wakes = probeWakes(b, { messagesOnly: true });
+    const scripts = probeScripts(b);
     const holder = await a.fairMutex('fair:handoff').acquire();
     const waiting = b.fairMutex('fair:handoff').acquire();
     assert.ok(await eventually(async () => (await admin.llen(lockKeys('padlock', 'fair:handoff').queue)) === 1));
-    const before = await commandCalls(admin, 'evalsha');
+    const attempts = scripts.get('acquire.lua');
     await holder.release();
     const lease = await waiting;
-    assert.equal(await commandCalls(admin, 'evalsha'), before + 1, 'only the release script ran: the waiter was told, not woken to retry');
+    assert.equal(scripts.get('acquire.lua'), attempts, 'the waiter sent no attempt after the release: the message gave it the lock');
+    assert.equal(wakes.messages, 1);
     assert.ok(lease.fence > holder.fence);
     await lease.release();
   });
 
   it('keeps a slow but live waiter\'s place however long it waits', async () => {
     const admin = connect(server);
-    const padlock = padlockOn(server, { leaseMs: 150 }); // heartbeat every 50 ms, allowance 150 ms
+    // Heartbeat every 200 ms, allowance 600 ms: a live waiter is skipped only if its process stalls 400 ms.
+    const padlock = padlockOn(server, { leaseMs: 600 });
     const holder = await padlock.fairMutex('fair:patient').acquire();
     const order: string[] = [];
     const first = padlock.fairMutex('fair:patient').acquire().then(async (l) => (order.push('first'), l.release()));
     assert.ok(await eventually(async () => (await admin.llen(lockKeys('padlock', 'fair:patient').queue)) === 1));
     const second = padlock.fairMutex('fair:patient').acquire().then(async (l) => (order.push('second'), l.release()));
-    await delay(1_200); // eight allowances
+    await delay(2_400); // four allowances
     await holder.release();
     await Promise.all([first, second]);
     assert.deepEqual(order, ['first', 'second']);
@@ -110,6 +116,9 @@ describe('fairMutex', () => {
     const ghost = 'g'.repeat(32);
     const queued = await run(acquireScript, [ghost, 30_000, 'req-ghost1', 'queue', 'ghostclient', 5_000, 'fair']);
     assert.equal((queued as number[])[0], 0, 'queued');
+    // Only a handoff message moves the live waiter: a lock stranded with the ghost (or freed
+    // without a handoff) would leave it waiting out its waitMs, not found at a heartbeat.
+    probeWakes(p, { messagesOnly: true });
     const live = p.fairMutex('fair:passon').acquire({ waitMs: 10_000 });
     assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 2));
     await holder.release(); // handed to the ghost
