@@ -74,18 +74,17 @@ describe('watchdog', () => {
     assert.equal(padlock.runtime.watchdog.size, 0);
   });
 
-  it('aborts the holder\'s signal within one renewal tick when the lock is deleted under it', async () => {
+  it('aborts the holder\'s signal at its next renewal when the lock is deleted under it', async () => {
     const leaseMs = 3_000;
     const padlock = padlockOn(server, { leaseMs });
     const lost: LockLostError[] = [];
     padlock.on('lost', (error) => lost.push(error));
     const lease = await padlock.mutex('wd:forced').acquire();
     assert.equal(await padlockOn(server).mutex('wd:forced').forceRelease(), true);
-    const aborted = new Promise<number>((resolve) => lease.signal.addEventListener('abort', () => resolve(performance.now())));
-    const start = performance.now();
-    const at = await aborted;
-    assert.ok(at - start < leaseMs, 'found by renewal, not by the lease running out');
-    assert.equal(lostReason(lease), 'taken');
+    await new Promise<void>((resolve) => lease.signal.addEventListener('abort', () => resolve()));
+    // 'taken' is what a renewal that finds another owner (here none) reports; the lease running out
+    // would say 'expired'. No timing needed to tell them apart.
+    assert.equal(lostReason(lease), 'taken', 'found by a renewal, not by the lease running out');
     assert.equal(lease.isHeld, false);
     assert.equal(lost.length, 1);
     await assert.rejects(lease.release(), LockNotHeldError);
