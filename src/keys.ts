@@ -7,15 +7,25 @@
 export interface LockKeys {
   /** The lock's name as the caller gave it. */
   readonly name: string;
-  /** Hash: owner token → hold count, plus `:fence` and `:log` (see protocol.md). */
+  /** Hash: owner token → hold count, plus `:fence` (held exactly while present) and `:log` (see protocol.md). */
   readonly lock: string;
-  /** Integer counter of fences, never expires. */
+  /** Integer counter of fences (`INCR`); it never expires. */
   readonly fence: string;
-  /** List of queued waiters' owner tokens, in arrival order (fair mutex). */
+  /**
+   * List of queued waiters' owner tokens, mutex and fair mutex alike, in arrival order (a woken mutex
+   * waiter that someone else beat to the lock goes back to the head).
+   */
   readonly queue: string;
-  /** Hash: queued owner token → `expiry:leaseMs:clientId` (fair mutex heartbeats). */
+  /**
+   * Hash: queued owner token → `expiry:leaseMs:allowanceMs:kind:clientId`, its heartbeat (`expiry` in
+   * ms on the server's clock; `kind` is `mutex` or `fair`).
+   */
   readonly waiters: string;
-  /** Pub/sub channel that announces releases. */
+  /**
+   * Pub/sub channel on which `released` is published each time a release, leave or force-release
+   * frees the lock without handing it over (nothing when a lease runs out). For observers: padlock's
+   * waiters listen on their {@link waiterChannel}, named after it.
+   */
   readonly released: string;
 }
 
@@ -45,7 +55,11 @@ export function scriptKeys(keys: LockKeys): string[] {
   return [keys.lock, keys.fence, keys.queue, keys.waiters];
 }
 
-/** The channel on which a fair-mutex release notifies the one client whose waiter it handed the lock to. */
+/**
+ * The channel of one client (one Padlock) for one lock. A release, leave or force-release that gives
+ * the turn to one of that client's queued waiters publishes to it: `<owner> wake` (mutex: the lock
+ * is free, try now) or `<owner> <fence> <pttl>` (fair mutex: the lock is yours).
+ */
 export function waiterChannel(keys: LockKeys, clientId: string): string {
   return `${keys.released}:${clientId}`;
 }
