@@ -30,11 +30,13 @@ local function server_now()
 end
 
 -- Gives a free lock's turn to the first live waiter of the queue, skipping (and forgetting) waiters
--- whose heartbeat ran out. A waiter entry is "expiry:leaseMs:allowanceMs:kind:clientId" (server ms).
+-- whose heartbeat ran out; that waiter leaves the queue. A waiter entry is
+-- "expiry:leaseMs:allowanceMs:kind:clientId" (server ms). With no live waiter: false.
 -- A fair waiter is handed the lock: new fence, first lease capped at its heartbeat allowance (so a
 -- waiter that died just before its turn blocks the queue no longer than that; the live one
 -- lengthens it within a third of it), and "owner fence pttl" published on its client's channel; returns true.
--- A mutex waiter is only woken ("owner wake"): the lock stays free, anyone may take it; false.
+-- A mutex waiter is only woken ("owner wake"): the lock stays free, anyone may take it (the woken
+-- waiter, beaten to it, rejoins at the head with 'requeue'); false.
 local function hand_off(lock, fence_key, queue, waiters, channel)
   local now
   while true do
@@ -65,7 +67,7 @@ end
 
 -- Frees a lock whose last hold is gone (its owner and ':fence' fields already deleted): hands it
 -- to, or wakes, the queue's first live waiter; unless handed over, leaves a tombstone (the request
--- log) and announces the release.
+-- log, if the hash still has one) and announces the release on the lock's channel.
 local function free_lock(lock, fence_key, queue, waiters, channel, tombstone)
   if hand_off(lock, fence_key, queue, waiters, channel) then
     return

@@ -6,12 +6,16 @@
           refresh this waiter's heartbeat), 'requeue' (as 'queue', but a waiter woken for a lock
           that someone else took first goes back to the head), 'reenter' (count + 1 for an owner
           that holds it)
-  ARGV[5] client id (its channel gets the wake-up or handoff)  ARGV[6] heartbeat allowance ms
+  ARGV[5] client id (its channel gets the wake-up or handoff)
+  ARGV[6] heartbeat allowance ms (the caller's heartbeat interval × 3: a queued waiter not heard
+          from for that long is taken for dead and skipped)
   ARGV[7] kind: 'fair' (a free lock goes to the queue's first live waiter; releases hand over)
           or 'mutex' (anyone may take a free lock; releases wake one queued waiter)
-  Returns {1, fence, holdCount, pttl} when ARGV[1] holds the lock now (a waiter handed the lock
-          claims it here, lengthened to its lease); {0, pttl} when it must wait;
-          {-1} for 'reenter' when ARGV[1] holds nothing.
+  Returns {1, fence, holdCount, pttl} when ARGV[1] holds the lock now (a resent attempt, or a
+          waiter handed the lock, finds it here, lengthened to at least its lease); {0, pttl} when
+          it must wait (pttl: the lock key's PTTL, the holder's remaining lease; for a fair lock
+          that is free but has a live waiter ahead, -2 or a tombstone's); {-1} for 'reenter' when
+          ARGV[1] holds nothing.
   A fresh hold takes the next fence and exactly its lease; a re-entry keeps the fence and never
   shortens the lease. Re-entries are recorded in the request log; a fresh attempt needs no entry
   (its owner token is new, so finding that owner holding means a resend or a handoff).
@@ -74,7 +78,8 @@ if redis.call('HSET', waiters, owner, entry) == 1 then
     redis.call('RPUSH', queue, owner)
   end
 end
--- The queue's keys outlive their last live waiter by one allowance at most.
+-- Both queue keys expire two of this caller's allowances from now: one allowance after the entry
+-- just written would lapse. A caller with a shorter allowance than others' shortens it for all.
 redis.call('PEXPIRE', queue, allowance * 2)
 redis.call('PEXPIRE', waiters, allowance * 2)
 return {0, redis.call('PTTL', lock)}

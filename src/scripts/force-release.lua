@@ -1,8 +1,10 @@
 --[[
   Delete a lock whoever holds it (operators), and free it as a release does: the queue's first
-  live waiter is handed the lock (fair) or woken (mutex).
+  live waiter is handed the lock (fair) or woken (mutex); unless handed over, the release is
+  announced on ARGV[1].
   KEYS[1] lock hash   KEYS[2] fence counter   KEYS[3] queue list   KEYS[4] waiters hash
-  ARGV[1] release channel  ARGV[2] tombstone ms
+  ARGV[1] release channel  ARGV[2] tombstone ms (unused in effect: the hash and its request log
+          are deleted, so no tombstone is left)
   Returns 1 when the lock was held, 0 when it was free. The fence counter is kept.
 ]]
 local held = redis.call('HEXISTS', KEYS[1], ':fence')

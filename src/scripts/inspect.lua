@@ -1,7 +1,8 @@
 --[[
   Read a lock's state without changing it.
   KEYS[1] lock hash
-  Returns {fence, pttl, owner1, count1, owner2, count2, ...}; fence 0 when the lock is free.
+  Returns {fence, pttl, owner1, count1, owner2, count2, ...}; fence 0 (and no owners) when the lock
+  is free. pttl is the key's PTTL: -2 when absent, a tombstone's when freed moments ago.
 ]]
 local fence = tonumber(redis.call('HGET', KEYS[1], ':fence') or 0)
 local result = {fence, redis.call('PTTL', KEYS[1])}

@@ -1,9 +1,12 @@
 --[[
-  A queued waiter gives up (timeout or abort): it leaves the queue; a lock handed to it meanwhile,
-  or a wake-up it will not use, goes on to the next live waiter instead of being stranded.
+  A waiter gives up (timeout, abort or close) after sending a call that may have queued it, answered
+  or not: it leaves the queue; a lock it holds meanwhile (handed to it, or granted to an attempt it
+  abandoned) is freed as release.lua frees it, and a wake-up it will not use goes to the next live
+  waiter, instead of either being stranded. Run again, it only gives a free lock's turn to the next
+  live waiter again.
   KEYS[1] lock hash   KEYS[2] fence counter   KEYS[3] queue list   KEYS[4] waiters hash
   ARGV[1] owner token  ARGV[2] release channel  ARGV[3] tombstone ms
-  Returns 1 when the lock had been handed to ARGV[1] and was passed on, else 0.
+  Returns 1 when ARGV[1] held the lock and it was passed on, else 0.
 ]]
 local lock, owner = KEYS[1], ARGV[1]
 if redis.call('HDEL', KEYS[4], owner) == 1 then
