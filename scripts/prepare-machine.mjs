@@ -1,6 +1,7 @@
 // Runs before `npm test` and `npm run demo`: makes a fresh machine ready for them.
-// Installs the npm dependencies when node_modules is missing, and redis-server from Debian's
-// packages when it is missing and this is a root shell with apt-get; otherwise says what to do.
+// Installs the npm dependencies when node_modules is missing, and redis-server, redis-cli
+// (redis-tools: it creates the test Cluster) and redis-sentinel from Debian's packages when they are
+// missing and this is a root shell with apt-get; otherwise says what to do.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
@@ -16,12 +17,21 @@ function run(command, args) {
 
 if (!existsSync('node_modules/typescript')) run('npm', ['ci', '--no-audit', '--no-fund']);
 
-if (!has('redis-server')) {
+// [command, Debian package, indispensable]: without redis-sentinel the Sentinel tests run
+// `redis-server --sentinel`, the same program.
+const needed = [
+  ['redis-server', 'redis-server', true],
+  ['redis-cli', 'redis-tools', true],
+  ['redis-sentinel', 'redis-sentinel', false],
+].filter(([command]) => !has(command));
+if (needed.length > 0) {
+  const packages = needed.map(([, name]) => name);
   if (process.getuid?.() === 0 && has('apt-get')) {
     run('apt-get', ['update', '-qq']);
-    run('apt-get', ['install', '-y', '-qq', 'redis-server']);
+    run('apt-get', ['install', '-y', '-qq', ...packages]);
   } else {
-    console.error('prepare: redis-server is not installed. On Debian or Ubuntu: sudo apt-get install redis-server');
-    process.exit(1);
+    const missing = needed.map(([command]) => command).join(', ');
+    console.error(`prepare: not installed: ${missing}. On Debian or Ubuntu: sudo apt-get install ${packages.join(' ')}`);
+    if (needed.some(([, , indispensable]) => indispensable)) process.exit(1);
   }
 }
