@@ -117,6 +117,7 @@ export class SentinelSet {
    */
   async failover(fault: Fault = 'kill'): Promise<SentinelFailover> {
     const previous = await this.primary();
+    if (this.#liveServers().length < 2) throw new Error(`'${this.name}' has no live replica to promote`);
     const started = Date.now();
     await this.#inflict(previous, fault);
     const promoted = await waitUntil(`the sentinels of '${this.name}' promote a replica of 127.0.0.1:${previous.port}`, async () => {
