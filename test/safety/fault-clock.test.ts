@@ -41,7 +41,8 @@ describe('fault: client wall-clock jumps', () => {
   it('across processes: workers whose clocks are hours apart, and jump mid-run, still exclude each other', async () => {
     const offsets = [0, 3_600_000, -3_600_000, 86_400_000];
     const { report } = await runChecked(servers, {
-      workers: 4, sections: 20, leaseMs: 300, workMs: [1, 4],
+      // A lease long enough that only a clock jump, not a busy machine stalling a worker, could lose it.
+      workers: 4, sections: 20, leaseMs: 2_000, workMs: [1, 4],
       configure: (worker) => ({ clock: { offsetMs: offsets[worker] ?? 0, jumpMs: worker % 2 === 0 ? 7_200_000 : -7_200_000, jumpAfterMs: 300 } }),
     });
     assert.ok(isSafe(report) && isLive(report), describeReport(report));
