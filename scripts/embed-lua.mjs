@@ -1,17 +1,46 @@
-// Embeds src/scripts/*.lua into src/scripts/embedded.ts at build time, inserting the shared
-// prelude (_prelude.lua) after each script's header comment. The output is generated, not committed.
+// Embeds src/scripts/*.lua into src/scripts/embedded.ts at build time. Each script gets, after its
+// header comment, the helper files (src/scripts/_*.lua) whose functions it calls, and the helpers
+// those call, dependencies first: a script carries only what it uses. The output is generated, not
+// committed.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'scripts');
-const prelude = readFileSync(join(dir, '_prelude.lua'), 'utf8');
+const files = readdirSync(dir).filter((f) => f.endsWith('.lua')).sort();
+
+/** Helper files and the functions each defines. */
+const helpers = files
+  .filter((f) => f.startsWith('_'))
+  .map((file) => {
+    const text = readFileSync(join(dir, file), 'utf8');
+    const defines = [...text.matchAll(/^local function (\w+)/gm)].map((m) => m[1]);
+    if (defines.length === 0) throw new Error(`${file}: a helper file must define at least one local function`);
+    return { file, text, defines };
+  });
+
+/** Whether `text` calls the local function `name` (a call, not its definition nor a method). */
+const calls = (text, name) => new RegExp(`(^|[^\\w.:])${name}\\(`, 'm').test(text.replaceAll(`local function ${name}(`, ''));
+
+/** The helpers `text` needs, dependencies first. */
+function helpersFor(text, included = [], visiting = new Set()) {
+  for (const helper of helpers) {
+    if (included.includes(helper) || visiting.has(helper) || !helper.defines.some((name) => calls(text, name))) continue;
+    visiting.add(helper);
+    helpersFor(helper.text, included, visiting);
+    included.push(helper);
+  }
+  return included;
+}
+
 const entries = [];
-for (const file of readdirSync(dir).filter((f) => f.endsWith('.lua') && !f.startsWith('_')).sort()) {
+for (const file of files.filter((f) => !f.startsWith('_'))) {
   const text = readFileSync(join(dir, file), 'utf8');
   const end = text.indexOf(']]\n');
   if (!text.startsWith('--[[') || end < 0) throw new Error(`${file}: a script must start with a --[[ ... ]] header`);
-  const source = text.slice(0, end + 3) + prelude + text.slice(end + 3);
+  const body = text.slice(end + 3);
+  const prelude = helpersFor(body).map((h) => h.text).join('');
+  const source = text.slice(0, end + 3) + prelude + body;
   const id = file.replace(/\.lua$/, '').replace(/-([a-z])/g, (_, c) => c.toUpperCase());
   entries.push(`  ${id}: ${JSON.stringify(source)},`);
 }

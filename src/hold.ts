@@ -4,14 +4,23 @@
  */
 import { driftMs, monotonicNow } from './clock.js';
 import type { LockKeys } from './keys.js';
+import type { ScriptCall } from './topology/topology.js';
 
 /** Where a hold stands. */
 export type HoldState = 'held' | 'released' | 'lost';
 
-/** What a lock kind does to release and renew its holds. */
-export interface HoldOwnerOps {
-  /** Releases `count` holds of `hold.owner`; resolves with the holds left (0: free). Throws `LockNotHeldError`. */
-  release(hold: Hold, count: number): Promise<number>;
+/** What a hold (and its leases) ask of the lock it belongs to. */
+export interface HoldLock {
+  /** Holds of locks with the same family are renewed by the same script, so may share a call. */
+  readonly family: string;
+  /** The call that renews `holds` (all of this family and one topology group). */
+  renewCall(holds: readonly Hold[]): ScriptCall<number[]>;
+  /** Releases `count` holds in Redis; resolves with the holds the owner has left. Rejects `LockNotHeldError`. */
+  releaseInRedis(hold: Hold, count: number): Promise<number>;
+  /** A lease's `release()`: releases `count` holds and keeps the books (released, lost). */
+  release(hold: Hold, count: number): Promise<void>;
+  /** A lease's `extend(ms)`. */
+  extend(hold: Hold, ms: unknown, leaseReleased: boolean): Promise<void>;
 }
 
 export class Hold {
@@ -36,7 +45,7 @@ export class Hold {
     readonly keys: LockKeys,
     readonly owner: string,
     readonly fence: number,
-    readonly ops: HoldOwnerOps,
+    readonly lock: HoldLock,
     leaseMs: number,
     autoExtend: boolean,
     sentAt: number,

@@ -4,19 +4,12 @@
  */
 import type { Hold } from './hold.js';
 
-/** What a lease asks of the Padlock that made it. */
-export interface LeaseHost {
-  release(hold: Hold, count: number): Promise<void>;
-  extend(hold: Hold, ms: unknown, released: boolean): Promise<void>;
-}
-
 /**
  * A held lock. Release it with `release()` or `await using`; it renews itself while held unless
  * it was acquired with a fixed `leaseMs`.
  */
 export class Lease implements AsyncDisposable {
   readonly #hold: Hold;
-  readonly #host: LeaseHost;
   readonly #holdCount: number;
   #release: Promise<void> | undefined;
 
@@ -24,9 +17,8 @@ export class Lease implements AsyncDisposable {
    * Leases come from `acquire`, `tryAcquire` and `withLock`; this constructor is padlock's own.
    * (Left in the published types so that `new Lease()` does not type-check.)
    */
-  constructor(hold: Hold, host: LeaseHost, holdCount: number) {
+  constructor(hold: Hold, holdCount: number) {
     this.#hold = hold;
-    this.#host = host;
     this.#holdCount = holdCount;
   }
 
@@ -80,7 +72,7 @@ export class Lease implements AsyncDisposable {
    * lost (expired or taken over); the lock is then left as it is.
    */
   release(): Promise<void> {
-    this.#release ??= this.#host.release(this.#hold, 1);
+    this.#release ??= this.#hold.lock.release(this.#hold, 1);
     return this.#release;
   }
 
@@ -90,7 +82,7 @@ export class Lease implements AsyncDisposable {
    * @param ms defaults to the lease length the lock was acquired with
    */
   extend(ms?: number): Promise<void> {
-    return this.#host.extend(this.#hold, ms ?? this.#hold.leaseMs, this.#release !== undefined);
+    return this.#hold.lock.extend(this.#hold, ms ?? this.#hold.leaseMs, this.#release !== undefined);
   }
 
   /** Alias of `release()`, for `await using lease = await lock.acquire()`. */

@@ -1,14 +1,21 @@
 /**
- * The client: options, the connections padlock opens, and factories for each lock kind.
+ * The client: options, the parts its locks share (topology, subscriber, watchdog, runtime), and
+ * factories for each lock kind.
  */
+import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import { holdEvent, type Emit, type PadlockEvents } from './events.js';
 import type { Lease } from './lease.js';
 import type { Lockable } from './locks/lock.js';
 import { FairMutex } from './locks/fair-mutex.js';
 import { Mutex } from './locks/mutex.js';
 import { resolvePadlockOptions, type AcquireOptions, type PadlockOptions } from './options.js';
 import { fromIoredis } from './redis/connection.js';
-import { Runtime, type PadlockEvents } from './runtime.js';
+import { Runtime } from './runtime.js';
+import type { Shared } from './shared.js';
+import { Subscriber } from './subscriber.js';
+import { SingleServer } from './topology/single-server.js';
+import { Watchdog } from './watchdog.js';
 
 /**
  * Distributed locks on Redis.
@@ -33,8 +40,8 @@ export class Padlock extends EventEmitter<PadlockEvents> {
   readonly prefix: string;
   /** The default lease in milliseconds. */
   readonly leaseMs: number;
-  /** @internal */
-  readonly runtime: Runtime;
+  /** @internal What its locks share. */
+  readonly shared: Shared;
 
   /** @throws PadlockOptionError when an option is invalid (nothing is sent to Redis). */
   constructor(options: PadlockOptions) {
@@ -42,7 +49,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
     const resolved = resolvePadlockOptions(options);
     this.prefix = resolved.prefix;
     this.leaseMs = resolved.leaseMs;
-    this.runtime = new Runtime(fromIoredis(resolved.redis), resolved.prefix, resolved.leaseMs, resolved.replyTimeoutMs, (event, ...args) => {
+    const emit: Emit = (event, ...args) => {
       // Timers call this: a listener's exception must not escape as an uncaught error, nor may an
       // 'error' event without a listener (EventEmitter would throw it).
       if (event === 'error' && this.listenerCount('error') === 0) return;
@@ -51,7 +58,20 @@ export class Padlock extends EventEmitter<PadlockEvents> {
       } catch (error) {
         process.emitWarning(`a padlock '${event}' listener threw: ${String(error)}`, 'PadlockListenerWarning');
       }
+    };
+    const reportError = (error: unknown): void => emit('error', error instanceof Error ? error : new Error(String(error)));
+    const topology = new SingleServer(fromIoredis(resolved.redis), resolved.replyTimeoutMs);
+    const subscriber = new Subscriber(() => topology.openSubscriber(), reportError);
+    const watchdog = new Watchdog({
+      // A group holds only holds of one family (one renew script) whose keys one call can reach.
+      renew: (holds) => topology.run(holds[0]!.lock.renewCall(holds)),
+      groupOf: (hold) => `${hold.lock.family}\n${topology.groupOf(hold.keys.lock)}`,
+      renewed: (hold) => emit('extended', holdEvent(hold)),
+      lost: (hold, reason) => runtime.lost(hold, reason),
+      failed: reportError,
     });
+    const runtime = new Runtime(watchdog, subscriber, emit);
+    this.shared = { topology, subscriber, watchdog, runtime, clientId: randomBytes(8).toString('hex'), prefix: this.prefix, leaseMs: this.leaseMs, emit };
   }
 
   /**
@@ -59,7 +79,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
    * @param name 1 to 1 000 characters, any Unicode
    */
   mutex(name: string): Lockable {
-    return new Mutex(this.runtime, name);
+    return new Mutex(this.shared, name);
   }
 
   /**
@@ -68,7 +88,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
    * @param name 1 to 1 000 characters, any Unicode
    */
   fairMutex(name: string): Lockable {
-    return new FairMutex(this.runtime, name);
+    return new FairMutex(this.shared, name);
   }
 
   /** Shorthand for `padlock.mutex(name).withLock(fn, options)`. */
@@ -82,6 +102,6 @@ export class Padlock extends EventEmitter<PadlockEvents> {
    * client passed in stays open: it is the caller's. Safe to call twice.
    */
   close(): Promise<void> {
-    return this.runtime.close();
+    return this.shared.runtime.close();
   }
 }

@@ -4,9 +4,9 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { lockKeys } from '../src/keys.js';
-import { acquireScript, leaveScript } from '../src/scripts/index.js';
+import { MutexProtocol } from '../src/locks/mutex-protocol.js';
 import { probeScripts, probeWakes } from './harness/probes.js';
-import { connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
+import { connect, delay, eventually, padlockOn, runCall, startServer } from './harness/redis.js';
 
 const fixture = (name: string): string => fileURLToPath(new URL(`./fixtures/${name}.js`, import.meta.url));
 
@@ -108,14 +108,13 @@ describe('fairMutex', () => {
   it('passes on a lock handed to a waiter that has just given up, instead of stranding it', async () => {
     const admin = connect(server);
     const keys = lockKeys('padlock', 'fair:passon');
-    const all = [keys.lock, keys.fence, keys.queue, keys.waiters];
-    const run = (script: { source: string }, args: (string | number)[]) => admin.eval(script.source, all.length, ...all, ...args);
+    const ghostProtocol = new MutexProtocol(keys, 'fair', 'ghostclient');
     const p = padlockOn(server);
     const holder = await p.fairMutex('fair:passon').acquire();
     // A waiter from some client that will never read its message.
     const ghost = 'g'.repeat(32);
-    const queued = await run(acquireScript, [ghost, 30_000, 'req-ghost1', 'queue', 'ghostclient', 5_000, 'fair']);
-    assert.equal((queued as number[])[0], 0, 'queued');
+    const queued = await runCall(admin, ghostProtocol.attempt(ghost, 30_000, 'queue', 1_700)); // allowance 5.1 s
+    assert.equal(queued.status, 'busy', 'queued');
     // Only a handoff message moves the live waiter: a lock stranded with the ghost (or freed
     // without a handoff) would leave it waiting out its waitMs, not found at a heartbeat.
     probeWakes(p, { messagesOnly: true });
@@ -123,7 +122,7 @@ describe('fairMutex', () => {
     assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 2));
     await holder.release(); // handed to the ghost
     assert.equal(await admin.hget(keys.lock, ghost), '1');
-    assert.equal(await run(leaveScript, [ghost, keys.released, 10_000]), 1, 'the ghost gives up and passes the lock on');
+    assert.equal(await runCall(admin, ghostProtocol.leave(ghost)), true, 'the ghost gives up and passes the lock on');
     const lease = await live;
     assert.ok(lease.isHeld);
     await lease.release();

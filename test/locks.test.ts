@@ -3,11 +3,10 @@ import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
 import { Lease, LockNotHeldError, LockTimeoutError, Padlock, PadlockClosedError } from '../src/index.js';
 import type { RedisServer } from '../src/devserver/redis-server.js';
-import { acquireScript, releaseScript } from '../src/scripts/index.js';
-import type { Script } from '../src/redis/script-runner.js';
-import type { Arg } from '../src/redis/connection.js';
+import { MutexProtocol } from '../src/locks/mutex-protocol.js';
+import type { ScriptCall } from '../src/topology/topology.js';
 import { lockKeys } from '../src/keys.js';
-import { activeResources, commandCalls, connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
+import { activeResources, commandCalls, connect, delay, eventually, padlockOn, runCall, startServer } from './harness/redis.js';
 
 let server: RedisServer;
 before(async () => {
@@ -155,28 +154,27 @@ for (const kind of ['mutex', 'fairMutex'] as const) {
     it('a resent acquire or release script does not change the count twice', async () => {
       const admin = connect(server);
       const keys = lockKeys('padlock', `own:resend:${kind}`);
-      const all = [keys.lock, keys.fence, keys.queue, keys.waiters];
       const owner = 'a'.repeat(32);
-      const call = (script: { sha: string; source: string }, keys: string[], args: (string | number)[]) =>
-        admin.eval(script.source, keys.length, ...keys, ...args);
-      // The kind's own acquire script, fresh (first) or re-entering.
-      const acquire = (req: string, reenter: boolean) =>
-        call(acquireScript, all, [owner, 10_000, req, reenter ? 'reenter' : 'queue', 'client', 3_000, kind === 'mutex' ? 'mutex' : 'fair']);
-      const release = (req: string) => call(releaseScript, all, [owner, 1, req, keys.released, 10_000]);
-      assert.deepEqual(await acquire('req-acquire1', false), [1, 1, 1, 10_000]);
-      // The same request again, as ioredis would resend it after a reconnect.
-      const again = (await acquire('req-acquire1', false)) as number[];
-      assert.equal(again[2], 1, 'still one hold');
+      const protocol = new MutexProtocol(keys, kind === 'mutex' ? 'mutex' : 'fair', 'client');
+      // Each call is built once and sent twice, as ioredis resends a command after a reconnect.
+      const fresh = protocol.attempt(owner, 10_000, 'queue', 1_000);
+      const first = await runCall(admin, fresh);
+      assert.ok(first.status === 'acquired' && first.holdCount === 1 && first.pttl === 10_000, JSON.stringify(first));
+      const again = await runCall(admin, fresh);
+      assert.ok(again.status === 'acquired' && again.holdCount === 1 && again.fence === first.fence, 'a resent fresh attempt is the same hold');
       assert.equal(await admin.hget(keys.lock, owner), '1');
-      await acquire('req-acquire2', true);
-      await acquire('req-acquire2', true);
+      const reentry = protocol.reenter(owner, 10_000);
+      await runCall(admin, reentry);
+      await runCall(admin, reentry);
       assert.equal(await admin.hget(keys.lock, owner), '2', 'a resent re-entry counted once');
-      await release('req-release1');
-      await release('req-release1');
+      const release1 = protocol.release(owner, 1);
+      await runCall(admin, release1);
+      await runCall(admin, release1);
       assert.equal(await admin.hget(keys.lock, owner), '1', 'a resent release took one hold, not two');
-      assert.deepEqual(await release('req-release2'), [1, 0]);
-      assert.deepEqual(await release('req-release2'), [1, 0], 'a resent final release still succeeds');
-      assert.deepEqual(await release('req-release3'), [0], 'a new release finds nothing');
+      const release2 = protocol.release(owner, 1);
+      assert.deepEqual(await runCall(admin, release2), { status: 'released', remaining: 0 });
+      assert.deepEqual(await runCall(admin, release2), { status: 'released', remaining: 0 }, 'a resent final release still succeeds');
+      assert.deepEqual(await runCall(admin, protocol.release(owner, 1)), { status: 'not-held' }, 'a new release finds nothing');
     });
   });
 
@@ -207,9 +205,9 @@ for (const kind of ['mutex', 'fairMutex'] as const) {
       assert.deepEqual(Object.keys(await admin.hgetall(keys.lock)).filter((f) => !f.startsWith(':')), [holder.owner]);
       // The rejection comes at once; the leave it sent runs in Redis a moment later (a ghost entry
       // would stay for seconds: its heartbeat allowance).
-      assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 0, 1_000), 'no queue entry left');
+      assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 0, 4_000), 'no queue entry left');
       assert.equal(await admin.hlen(keys.waiters), 0);
-      assert.equal(p.runtime.subscriber.activeChannelCount, 0, 'the waiter left its channel');
+      assert.equal(p.shared.subscriber.activeChannelCount, 0, 'the waiter left its channel');
       await holder.release();
       await assert.rejects(p[kind]('wait:abort').acquire({ signal: AbortSignal.abort(reason) }), (e) => e === reason);
     });
@@ -231,12 +229,12 @@ for (const kind of ['mutex', 'fairMutex'] as const) {
 
     it('a lock granted just as close() begins is given back, not leaked', async () => {
       const p = padlockOn(server);
-      const runner = p.runtime.runner;
-      const send = runner.send.bind(runner);
+      const topology = p.shared.topology;
+      const send = topology.send.bind(topology);
       let closing: Promise<void> | undefined;
       // Let the acquire script succeed, then close before its caller resumes.
-      runner.send = async <R>(script: Script<R>, keys: readonly string[], args: readonly Arg[], lock?: string): Promise<R> => {
-        const reply = await send(script, keys, args, lock);
+      topology.send = async <R>(call: ScriptCall<R>): Promise<R> => {
+        const reply = await send(call);
         closing ??= p.close();
         return reply;
       };

@@ -2,9 +2,9 @@ import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { lockKeys, waiterChannel } from '../src/keys.js';
-import { acquireScript, leaveScript } from '../src/scripts/index.js';
+import { MutexProtocol } from '../src/locks/mutex-protocol.js';
 import { probeScripts, probeWakes, type WakeProbe } from './harness/probes.js';
-import { commandCalls, connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
+import { commandCalls, connect, delay, eventually, padlockOn, runCall, startServer } from './harness/redis.js';
 
 let server: RedisServer;
 before(async () => {
@@ -66,7 +66,7 @@ describe('waiting without polling (mutex)', () => {
     const b = padlockOn(server, { leaseMs: 60_000 });
     const holder = await a.mutex('wake:between').acquire();
     probeWakes(b, { messagesOnly: true });
-    const subscriber = b.runtime.subscriber;
+    const subscriber = b.shared.subscriber;
     const watch = subscriber.watch.bind(subscriber);
     let released: Promise<void> | undefined;
     // The waiter's first attempt has failed when it subscribes: release right then, before SUBSCRIBE.
@@ -119,14 +119,13 @@ describe('waiting without polling (mutex)', () => {
   it('a wake-up given to a waiter that gives up is passed on', async () => {
     const admin = connect(server);
     const keys = lockKeys('padlock', 'wake:ghost');
-    const all = [keys.lock, keys.fence, keys.queue, keys.waiters];
-    const run = (script: { source: string }, args: (string | number)[]) => admin.eval(script.source, all.length, ...all, ...args);
+    const ghostProtocol = new MutexProtocol(keys, 'mutex', 'ghostclient');
     const holderSide = padlockOn(server, { leaseMs: 60_000 });
     const waiterSide = padlockOn(server, { leaseMs: 60_000 });
     // A queued waiter of a client that never reads its channel, ahead of a real one.
     const ghost = 'g'.repeat(32);
     const holder = await holderSide.mutex('wake:ghost').acquire();
-    await run(acquireScript, [ghost, 60_000, 'req-ghost1', 'queue', 'ghostclient', 30_000, 'mutex']);
+    await runCall(admin, ghostProtocol.attempt(ghost, 60_000, 'queue', 10_000)); // allowance 30 s
     // Only a message moves the real waiter: without the ghost's wake passed on, it waits out its waitMs.
     probeWakes(waiterSide, { messagesOnly: true });
     const waiting = waiterSide.mutex('wake:ghost').acquire({ waitMs: 10_000 });
@@ -134,7 +133,7 @@ describe('waiting without polling (mutex)', () => {
     await holder.release(); // wakes the ghost, the first in the queue
     assert.equal(await admin.hexists(keys.waiters, ghost), 0, 'the ghost was woken');
     assert.equal(await admin.llen(keys.queue), 1);
-    await run(leaveScript, [ghost, keys.released, 10_000]); // the ghost gives up: its wake goes on
+    await runCall(admin, ghostProtocol.leave(ghost)); // the ghost gives up: its wake goes on
     const lease = await waiting.catch((error: unknown) => assert.fail(`the ghost's wake-up was not passed on: ${String(error)}`));
     await lease.release();
   });
@@ -142,14 +141,13 @@ describe('waiting without polling (mutex)', () => {
   it('a wake-up given to a dead waiter costs the live one behind it a heartbeat, no more', async () => {
     const admin = connect(server);
     const keys = lockKeys('padlock', 'wake:dead');
-    const all = [keys.lock, keys.fence, keys.queue, keys.waiters];
     const holderSide = padlockOn(server, { leaseMs: 60_000 });
     const waiterSide = padlockOn(server, { leaseMs: 60_000 });
     const probe: WakeProbe = probeWakes(waiterSide);
     // A queued waiter whose client died: it never reads its channel, nor gives up (30 s allowance).
     const dead = 'd'.repeat(32);
     const holder = await holderSide.mutex('wake:dead').acquire();
-    await admin.eval(acquireScript.source, all.length, ...all, dead, 60_000, 'req-dead', 'queue', 'deadclient', 30_000, 'mutex');
+    await runCall(admin, new MutexProtocol(keys, 'mutex', 'deadclient').attempt(dead, 60_000, 'queue', 10_000)); // allowance 30 s
     const waiting = waiterSide.mutex('wake:dead').acquire({ waitMs: 10_000 });
     assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 2));
     const messages = probe.messages;
@@ -174,7 +172,7 @@ describe('waiting without polling (mutex)', () => {
     const sentAt = performance.now();
     const holder = await holderSide.mutex('wake:crash').acquire({ leaseMs });
     // Simulate a crash: the holder's process stops renewing and never releases (no publish).
-    holderSide.runtime.watchdog.stop();
+    holderSide.shared.watchdog.stop();
     const publishes = await commandCalls(admin, 'publish');
     const calls = await commandCalls(admin, 'evalsha');
     const lease = await waiterSide.mutex('wake:crash').acquire({ waitMs: 10_000 });
@@ -198,22 +196,22 @@ describe('waiting without polling (mutex)', () => {
     const b = padlockOn(server);
     const admin = connect(server);
     const keys = lockKeys('padlock', 'wake:unsub');
-    const channel = waiterChannel(keys, b.runtime.clientId);
+    const channel = waiterChannel(keys, b.shared.clientId);
     const holder = await a.mutex('wake:unsub').acquire();
     const giveUp = new AbortController();
     const w1 = b.mutex('wake:unsub').acquire({ signal: giveUp.signal }).catch((e: unknown) => e);
     const w2 = b.mutex('wake:unsub').acquire({ waitMs: 10_000 });
     assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 2), 'both waiters queued');
-    assert.equal(b.runtime.subscriber.channelCount, 1, 'one subscription shared by two waiters');
+    assert.equal(b.shared.subscriber.channelCount, 1, 'one subscription shared by two waiters');
     assert.deepEqual(await admin.pubsub('NUMSUB', channel), [channel, 1]);
     giveUp.abort(new Error('gave up'));
     await w1;
-    assert.equal(b.runtime.subscriber.activeChannelCount, 1);
+    assert.equal(b.shared.subscriber.activeChannelCount, 1);
     await holder.release();
     await (await w2).release();
-    assert.equal(b.runtime.subscriber.activeChannelCount, 0);
+    assert.equal(b.shared.subscriber.activeChannelCount, 0);
     // The subscription lingers 2 s; the bound only limits how long a failure takes.
-    assert.ok(await eventually(() => b.runtime.subscriber.channelCount === 0, 20_000), 'unsubscribed after lingering');
+    assert.ok(await eventually(() => b.shared.subscriber.channelCount === 0, 20_000), 'unsubscribed after lingering');
     assert.deepEqual(await admin.pubsub('NUMSUB', channel), [channel, 0]);
   });
 });

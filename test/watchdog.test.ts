@@ -71,7 +71,7 @@ describe('watchdog', () => {
     const before = await commandCalls(admin, 'evalsha');
     await delay(400);
     assert.equal(await commandCalls(admin, 'evalsha'), before, 'no renewal after close');
-    assert.equal(padlock.runtime.watchdog.size, 0);
+    assert.equal(padlock.shared.watchdog.size, 0);
   });
 
   it('aborts the holder\'s signal at its next renewal when the lock is deleted under it', async () => {

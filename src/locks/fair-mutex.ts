@@ -4,11 +4,14 @@
  * holds the lock without another round trip; and a free lock goes to nobody while a live waiter
  * is ahead. Waiting, heartbeats and giving up are the mutex's (mutex.ts).
  */
+import type { Shared } from '../shared.js';
 import type { Grant } from './lock.js';
 import { handoffGrant, Mutex } from './mutex.js';
 
 export class FairMutex extends Mutex {
-  protected override readonly kind = 'fair';
+  constructor(shared: Shared, name: string) {
+    super(shared, name, 'fair');
+  }
 
   protected override grantFrom(message: string, lastSentAt: number): Grant | null {
     return handoffGrant(message, lastSentAt);

@@ -1,19 +1,20 @@
 /**
  * What every lock kind shares: validation, re-entry (by async context or by owner token), the
- * bounds of a wait, leases and their holds, `withLock`. A kind supplies how to take, re-enter and
- * release one hold, and how to wait for its turn.
+ * bounds of a wait, leases and their holds, `withLock`, and the books of a release or an extend. A
+ * kind supplies its protocol: how to take, re-enter, renew and release one hold, and how to wait
+ * for its turn. It runs its calls through the Padlock's topology and never knows which one it is.
  */
 import { monotonicNow } from '../clock.js';
-import { TOMBSTONE_MS } from '../runtime.js';
-import { forceReleaseScript, inspectScript, releaseScript } from '../scripts/index.js';
-import { newOwnerToken, newRequestId } from '../tokens.js';
+import { newOwnerToken } from '../tokens.js';
 import { LockNotHeldError, LockTimeoutError, PadlockClosedError, PadlockOptionError } from '../errors.js';
-import { Hold, type HoldOwnerOps } from '../hold.js';
-import { scriptKeys, type LockKeys } from '../keys.js';
+import { holdEvent } from '../events.js';
+import { Hold, type HoldLock } from '../hold.js';
+import { lockKeys, type LockKeys } from '../keys.js';
 import { Lease } from '../lease.js';
-import { checkName, resolveAcquireOptions, type AcquireOptions, type ResolvedAcquireOptions } from '../options.js';
-import type { Runtime } from '../runtime.js';
-import type { WaitScope } from '../wait-scope.js';
+import { checkLeaseMs, checkName, resolveAcquireOptions, type AcquireOptions, type ResolvedAcquireOptions } from '../options.js';
+import type { Shared } from '../shared.js';
+import type { ScriptCall } from '../topology/topology.js';
+import { WaitScope } from '../wait-scope.js';
 
 /** A hold the server granted. */
 export interface Grant {
@@ -55,20 +56,33 @@ export interface Lockable {
   forceRelease(): Promise<boolean>;
 }
 
-export abstract class Lock implements Lockable, HoldOwnerOps {
+export abstract class Lock implements Lockable, HoldLock {
   readonly name: string;
   protected readonly keys: LockKeys;
 
-  constructor(protected readonly runtime: Runtime, name: string) {
+  constructor(protected readonly shared: Shared, name: string) {
     this.name = checkName(name);
-    this.keys = runtime.keys(this.name);
+    this.keys = lockKeys(shared.prefix, this.name);
   }
+
+  /** Holds of locks with the same family are renewed by the same script, so may share a call. */
+  abstract readonly family: string;
+
+  /** The call that renews `holds` (to their own lease, or to `ms` when given). */
+  abstract renewCall(holds: readonly Hold[], ms?: number): ScriptCall<number[]>;
+
+  /** Releases `count` holds in Redis; resolves with the holds the owner has left. Rejects `LockNotHeldError`. */
+  abstract releaseInRedis(hold: Hold, count: number): Promise<number>;
 
   /** Re-enters a hold of `owner` (count + 1); `null` when `owner` holds nothing. */
   protected abstract reenterOnce(owner: string, leaseMs: number): Promise<Grant | null>;
 
   /** Waits for a fresh hold for `owner` within `scope` (which bounds every step and aborts it). */
   protected abstract obtain(owner: string, options: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant>;
+
+  abstract isLocked(): Promise<boolean>;
+
+  abstract forceRelease(): Promise<boolean>;
 
   acquire(options?: AcquireOptions): Promise<Lease> {
     return this.#acquire(options, Infinity);
@@ -88,7 +102,7 @@ export abstract class Lock implements Lockable, HoldOwnerOps {
     const lease = await this.acquire(options);
     let result: T;
     try {
-      result = await this.runtime.runInContext(lease.hold, () => fn(lease));
+      result = await this.shared.runtime.runInContext(lease.hold, () => fn(lease));
     } catch (error) {
       await lease.release().catch(() => undefined);
       throw error;
@@ -101,40 +115,52 @@ export abstract class Lock implements Lockable, HoldOwnerOps {
     return result;
   }
 
-  /** Releases `count` holds; resolves with the holds the owner has left. Rejects `LockNotHeldError`. */
-  async release(hold: Hold, count: number): Promise<number> {
-    const reply = await this.runtime.runner.run(
-      releaseScript,
-      scriptKeys(this.keys),
-      [hold.owner, count, newRequestId(), this.keys.released, TOMBSTONE_MS],
-      this.name,
-    );
-    if (reply.status === 'not-held') throw new LockNotHeldError(this.name, hold.owner, 'release');
-    return reply.remaining;
+  /** A lease's `release()`: releases `count` holds of `hold`, and keeps the books. */
+  async release(hold: Hold, count: number): Promise<void> {
+    const { runtime } = this.shared;
+    if (hold.state === 'released') return; // released by close(): nothing left to do
+    if (hold.state === 'lost' || !hold.alive) {
+      // Known lost: still try to clean up in Redis (harmless if it is gone), but report the loss.
+      runtime.lost(hold, 'expired');
+      this.releaseInRedis(hold, hold.count).catch(() => undefined);
+      throw new LockNotHeldError(hold.name, hold.owner, 'release');
+    }
+    let remaining: number;
+    try {
+      remaining = await this.releaseInRedis(hold, count);
+    } catch (error) {
+      if (error instanceof LockNotHeldError) runtime.lost(hold, 'taken');
+      // Unreachable: stop renewing so the lease runs out by itself; the caller sees the error.
+      else runtime.released(hold);
+      throw error;
+    }
+    hold.count -= count;
+    if (hold.count <= 0 || remaining === 0) runtime.released(hold);
   }
 
-  async isLocked(): Promise<boolean> {
-    this.runtime.assertOpen(this.name);
-    const state = await this.runtime.runner.run(inspectScript, [this.keys.lock], [], this.name);
-    return state.fence > 0;
-  }
-
-  async forceRelease(): Promise<boolean> {
-    this.runtime.assertOpen(this.name);
-    return this.runtime.runner.run(
-      forceReleaseScript,
-      scriptKeys(this.keys),
-      [this.keys.released, TOMBSTONE_MS],
-      this.name,
-    );
+  /** A lease's `extend(ms)`: makes the hold last at least `ms` from now. */
+  async extend(hold: Hold, ms: unknown, leaseReleased: boolean): Promise<void> {
+    const lease = checkLeaseMs('ms', ms);
+    if (leaseReleased || !hold.alive) throw new LockNotHeldError(hold.name, hold.owner, 'extend');
+    const sentAt = monotonicNow();
+    const [pttl] = await this.shared.topology.run(this.renewCall([hold], lease));
+    if (pttl === undefined || pttl <= 0) {
+      this.shared.runtime.lost(hold, 'taken');
+      throw new LockNotHeldError(hold.name, hold.owner, 'extend');
+    }
+    if (!hold.alive) throw new LockNotHeldError(hold.name, hold.owner, 'extend');
+    hold.renewed(sentAt, pttl);
+    this.shared.watchdog.update(hold);
+    this.shared.emit('extended', holdEvent(hold));
   }
 
   async #acquire(options: AcquireOptions | undefined, defaultWaitMs: number): Promise<Lease> {
-    const opts = resolveAcquireOptions(options, { waitMs: defaultWaitMs, leaseMs: this.runtime.leaseMs });
-    this.runtime.assertOpen(this.name);
+    const { runtime, topology } = this.shared;
+    const opts = resolveAcquireOptions(options, { waitMs: defaultWaitMs, leaseMs: this.shared.leaseMs });
+    runtime.assertOpen(this.name);
     opts.signal?.throwIfAborted();
-    const existing = opts.owner === undefined ? this.runtime.contextHold(this.keys.lock) : this.runtime.findHold(this.keys.lock, opts.owner);
-    const scope = this.runtime.scope(this.name, opts.waitMs, opts.signal);
+    const existing = opts.owner === undefined ? runtime.contextHold(this.keys.lock) : runtime.findHold(this.keys.lock, opts.owner);
+    const scope = new WaitScope(this.name, opts.waitMs, opts.signal, runtime.closing, topology.replyTimeoutMs, (lock, ms) => topology.noReply(lock, ms));
     try {
       if (existing !== undefined) return await this.#reenter(existing, opts, scope);
       if (opts.owner !== undefined) return await this.#reenterRemote(opts.owner, opts, scope);
@@ -147,16 +173,16 @@ export abstract class Lock implements Lockable, HoldOwnerOps {
 
   /** Starts tracking a hold Redis just granted, and hands out its first lease. */
   #newHold(owner: string, grant: Grant, opts: ResolvedAcquireOptions, scope: WaitScope): Lease {
-    if (this.runtime.closing.aborted) {
+    if (this.shared.runtime.closing.aborted) {
       // Granted as close() began: close() will not see this hold, so give it back here.
       this.giveBack(owner, 1);
       throw new PadlockClosedError(this.name);
     }
     const hold = new Hold(this.keys, owner, grant.fence, this, opts.leaseMs, opts.autoExtend, grant.sentAt, grant.pttl);
     hold.count = 1;
-    this.runtime.register(hold);
-    this.runtime.emit('acquired', { name: this.name, owner, fence: grant.fence, holdCount: grant.holdCount, waitedMs: scope.waitedMs });
-    return new Lease(hold, this.runtime, grant.holdCount);
+    this.shared.runtime.register(hold);
+    this.shared.emit('acquired', { name: this.name, owner, fence: grant.fence, holdCount: grant.holdCount, waitedMs: scope.waitedMs });
+    return new Lease(hold, grant.holdCount);
   }
 
   /** Re-enters a hold this process has: count + 1, same fence, lease never shortened. */
@@ -165,16 +191,16 @@ export abstract class Lock implements Lockable, HoldOwnerOps {
     const grant = await this.#reentryAttempt(hold.owner, opts, scope);
     if (hold.state !== 'held') {
       // Lost while re-entering: give the new count back and report.
-      this.release(hold, 1).catch(() => undefined);
+      this.giveBack(hold.owner, 1);
       throw new LockNotHeldError(this.name, hold.owner, 're-enter');
     }
     hold.count++;
     hold.leaseMs = Math.max(hold.leaseMs, opts.leaseMs);
     hold.autoExtend ||= opts.autoExtend;
     hold.renewed(sentAt, grant.pttl);
-    this.runtime.watchdog.update(hold);
-    this.runtime.emit('acquired', { name: this.name, owner: hold.owner, fence: hold.fence, holdCount: grant.holdCount, waitedMs: scope.waitedMs });
-    return new Lease(hold, this.runtime, grant.holdCount);
+    this.shared.watchdog.update(hold);
+    this.shared.emit('acquired', { name: this.name, owner: hold.owner, fence: hold.fence, holdCount: grant.holdCount, waitedMs: scope.waitedMs });
+    return new Lease(hold, grant.holdCount);
   }
 
   /** Re-enters a hold taken elsewhere (another Padlock or process) under `owner`. */
@@ -192,7 +218,7 @@ export abstract class Lock implements Lockable, HoldOwnerOps {
 
   /** Releases holds obtained by an attempt whose caller had already given up (best effort). */
   protected giveBack(owner: string, count: number): void {
-    const orphan = new Hold(this.keys, owner, 0, this, this.runtime.leaseMs, false, 0, 0);
-    this.release(orphan, count).catch(() => undefined);
+    const orphan = new Hold(this.keys, owner, 0, this, this.shared.leaseMs, false, 0, 0);
+    this.releaseInRedis(orphan, count).catch(() => undefined);
   }
 }

@@ -1,46 +1,60 @@
 /**
  * The reentrant mutex, and the waiting it shares with the fair mutex. A waiter that finds the lock
- * held joins a queue in Redis (in the same call), then sleeps on its client's channel. A release
+ * held subscribes to its client's channel, then joins a queue in Redis in the same call that finds
+ * the lock still held (enqueue.lua), and sleeps until a message names it. A release
  * gives the turn to the first live waiter of the queue, in the release script itself: a mutex
  * waiter is woken (one waiter across all processes, no herd) and tries again, though a newcomer
  * may take the lock first (barging); a fair waiter is handed the lock outright (see fair-mutex.ts).
  * Waiters refresh a heartbeat while they wait; the scripts skip a waiter whose heartbeat ran out.
  */
 import { driftMs, monotonicNow } from '../clock.js';
-import { scriptKeys, waiterChannel } from '../keys.js';
+import type { Hold } from '../hold.js';
 import { MAX_MS, type ResolvedAcquireOptions } from '../options.js';
-import { TOMBSTONE_MS } from '../runtime.js';
-import { acquireScript, leaveScript, type AcquireReply } from '../scripts/index.js';
+import type { AcquireReply } from '../scripts/index.js';
+import type { Shared } from '../shared.js';
 import type { Watch } from '../subscriber.js';
-import { newRequestId } from '../tokens.js';
+import type { ScriptCall } from '../topology/topology.js';
 import type { WaitScope } from '../wait-scope.js';
 import { Lock, type Grant } from './lock.js';
+import { MutexProtocol, type MutexKind, type QueueMode } from './mutex-protocol.js';
+import { refusalError } from './refusals.js';
 
 /** A waiter refreshes its place in the queue at least this often. */
 const HEARTBEAT_MS = 1_000;
-/** A waiter that missed this many heartbeats in a row is taken for dead and skipped. */
-const HEARTBEATS_ALLOWED = 3;
-
-/** How an attempt treats the queue (see acquire.lua). */
-type Mode = 'try' | 'queue' | 'requeue' | 'reenter';
 
 export class Mutex extends Lock {
-  /** How a free lock is shared out: see acquire.lua's ARGV[7]. */
-  protected readonly kind: 'mutex' | 'fair' = 'mutex';
+  readonly family = 'mutex';
+  protected readonly protocol: MutexProtocol;
 
-  #attempt(owner: string, leaseMs: number, mode: Mode, heartbeatMs: number): Promise<AcquireReply> {
-    const keys = this.keys;
-    return this.runtime.runner.send(
-      acquireScript,
-      scriptKeys(keys),
-      [owner, leaseMs, newRequestId(), mode, this.runtime.clientId, heartbeatMs * HEARTBEATS_ALLOWED, this.kind],
-      this.name,
-    );
+  constructor(shared: Shared, name: string, kind: MutexKind = 'mutex') {
+    super(shared, name);
+    this.protocol = new MutexProtocol(this.keys, kind, shared.clientId);
+  }
+
+  renewCall(holds: readonly Hold[], ms?: number): ScriptCall<number[]> {
+    return MutexProtocol.renew(holds, ms);
+  }
+
+  async releaseInRedis(hold: Hold, count: number): Promise<number> {
+    const reply = await this.shared.topology.run(this.protocol.release(hold.owner, count));
+    if (reply.status !== 'released') throw refusalError(reply.status, this.name, hold.owner, 'release');
+    return reply.remaining;
+  }
+
+  async isLocked(): Promise<boolean> {
+    this.shared.runtime.assertOpen(this.name);
+    const state = await this.shared.topology.run(this.protocol.inspect());
+    return state.fence > 0;
+  }
+
+  async forceRelease(): Promise<boolean> {
+    this.shared.runtime.assertOpen(this.name);
+    return this.shared.topology.run(this.protocol.forceRelease());
   }
 
   protected async reenterOnce(owner: string, leaseMs: number): Promise<Grant | null> {
     const sentAt = monotonicNow();
-    const reply = await this.#attempt(owner, leaseMs, 'reenter', HEARTBEAT_MS);
+    const reply = await this.shared.topology.send(this.protocol.reenter(owner, leaseMs));
     return reply.status === 'acquired' ? { ...reply, sentAt } : null;
   }
 
@@ -55,7 +69,8 @@ export class Mutex extends Lock {
   protected async obtain(owner: string, options: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant> {
     // Short leases need frequent heartbeats: a fair handoff's lease counts from the last one sent.
     const heartbeatMs = Math.max(5, Math.min(HEARTBEAT_MS, options.leaseMs / 3));
-    const channel = waiterChannel(this.keys, this.runtime.clientId);
+    const { subscriber, topology } = this.shared;
+    const channel = this.protocol.waiterChannel;
     let watch: Watch | undefined;
     // Set before the first call that may queue this waiter is sent, not when its reply comes: a wait
     // that ends while that call is in flight must still leave the queue, or it leaves a ghost there.
@@ -66,16 +81,16 @@ export class Mutex extends Lock {
     try {
       // While this client already listens (other local waiters), join the queue at once; a call
       // that may not wait (tryAcquire) only ever tries.
-      let mode: Mode = scope.waitMs > 0 && this.runtime.subscriber.isSubscribed(channel) ? 'queue' : 'try';
+      let mode: QueueMode = scope.waitMs > 0 && subscriber.isSubscribed(channel) ? 'queue' : 'try';
       for (;;) {
         if (mode !== 'try') {
           // Listen before joining the queue, so that the wake-up or handoff cannot be missed.
-          watch ??= this.runtime.subscriber.watch(channel);
+          watch ??= subscriber.watch(channel);
           await scope.race(watch.ready);
           queued = true;
         }
         const sentAt = monotonicNow();
-        const reply: AcquireReply = await scope.race(this.#attempt(owner, options.leaseMs, mode, heartbeatMs), abandon);
+        const reply: AcquireReply = await scope.race(topology.send(this.protocol.attempt(owner, options.leaseMs, mode, heartbeatMs)), abandon);
         if (reply.status === 'acquired') return { ...reply, sentAt };
         if (scope.waitMs === 0 || reply.status === 'not-held') throw scope.timeout();
         if (mode === 'try') {
@@ -106,8 +121,8 @@ export class Mutex extends Lock {
 
   /** Leaves the queue, passing on a lock or wake-up given meanwhile. Idempotent; never throws. */
   #leave(owner: string): void {
-    const leave = this.runtime.runner.run(leaveScript, scriptKeys(this.keys), [owner, this.keys.released, TOMBSTONE_MS], this.name);
-    this.runtime.track(leave.catch(() => undefined));
+    const leave = this.shared.topology.run(this.protocol.leave(owner));
+    this.shared.runtime.track(leave.catch(() => undefined));
   }
 }
 

@@ -35,7 +35,7 @@ function at(values: readonly number[], index: number, script: string): number {
   return value === undefined ? fail(script, values) : value;
 }
 
-/** Reads `{1, fence, holdCount, pttl}` / `{0, pttl}` / `{-1}`, acquire.lua's reply. */
+/** Reads `{1, fence, holdCount, pttl}` / `{0, pttl}` / `{-1}`: the reply of acquire.lua, enqueue.lua and reenter.lua. */
 function acquireReply(script: string) {
   return (reply: unknown): AcquireReply => {
     const r = integers(script, reply);
@@ -52,10 +52,16 @@ function acquireReply(script: string) {
   };
 }
 
-/** Acquire, queue for, or re-enter a mutex or fair mutex; see acquire.lua (`busy`: must wait). */
+/** Take a free mutex or fair mutex, never queueing; see acquire.lua (`busy`: must wait). */
 export const acquireScript = defineScript('acquire.lua', luaSources.acquire, acquireReply('acquire.lua'));
 
-/** Release holds of a mutex; see release.lua. */
+/** Take a free mutex or fair mutex, or join (or refresh) its queue; see enqueue.lua. */
+export const enqueueScript = defineScript('enqueue.lua', luaSources.enqueue, acquireReply('enqueue.lua'));
+
+/** One more hold for an owner that holds the lock; see reenter.lua (`not-held` when it holds nothing). */
+export const reenterScript = defineScript('reenter.lua', luaSources.reenter, acquireReply('reenter.lua'));
+
+/** Release holds of a mutex or fair mutex; see release.lua. */
 export const releaseScript = defineScript('release.lua', luaSources.release, (reply): ReleaseReply => {
   const r = integers('release.lua', reply);
   return r[0] === 1 ? { status: 'released', remaining: at(r, 1, 'release.lua') } : { status: 'not-held' };

@@ -10,7 +10,7 @@
  * cannot say which script ran.
  */
 import type { Padlock } from '../../src/index.js';
-import { acquireScript, forceReleaseScript, inspectScript, leaveScript, releaseScript, renewScript } from '../../src/scripts/index.js';
+import type { ScriptCall as ScriptCallOf } from '../../src/topology/topology.js';
 import type { Watch } from '../../src/subscriber.js';
 
 /** The longest timer Node accepts. */
@@ -42,7 +42,7 @@ export interface WakeProbeOptions {
 
 /** Starts observing (and, with `messagesOnly`, steering) how `padlock`'s waiters wake. */
 export function probeWakes(padlock: Padlock, options: WakeProbeOptions = {}): WakeProbe {
-  const subscriber = padlock.runtime.subscriber;
+  const subscriber = padlock.shared.subscriber;
   const watch = subscriber.watch.bind(subscriber);
   let strict = options.messagesOnly === true;
   const sleeps: number[] = [];
@@ -105,29 +105,25 @@ export interface ScriptProbeHooks {
   readonly answered?: (call: ScriptCall) => void;
 }
 
-const SCRIPTS = [acquireScript, releaseScript, renewScript, leaveScript, forceReleaseScript, inspectScript];
-
 /**
- * Counts the scripts `padlock` sends from now on, by file name, at its narrow client interface (so
- * whichever internal path sends them). A NOSCRIPT fallback counts twice (EVALSHA, then EVAL).
+ * Counts the scripts `padlock` sends from now on, by file name, at its topology (the one way every
+ * call reaches Redis).
  */
 export function probeScripts(padlock: Padlock, hooks: ScriptProbeHooks = {}): ReadonlyMap<string, number> {
   const counts = new Map<string, number>();
-  const connection = padlock.runtime.connection;
+  const topology = padlock.shared.topology;
   let calls = 0;
-  const observe = (script: string, send: () => Promise<unknown>): Promise<unknown> => {
+  const observe = <R>(call: ScriptCallOf<R>, send: (call: ScriptCallOf<R>) => Promise<R>): Promise<R> => {
+    const script = call.script.name;
     counts.set(script, (counts.get(script) ?? 0) + 1);
-    const call = { script, call: ++calls };
-    const reply = send();
-    hooks.sent?.(call);
-    const answered = (): void => hooks.answered?.(call);
-    return reply.finally(answered);
+    const seen = { script, call: ++calls };
+    const reply = send(call);
+    hooks.sent?.(seen);
+    return reply.finally(() => hooks.answered?.(seen));
   };
-  const evalsha = connection.evalsha.bind(connection);
-  const evalSource = connection.eval.bind(connection);
-  const byHash = (sha: string): string => SCRIPTS.find((s) => s.sha === sha)?.name ?? `unknown script ${sha}`;
-  const bySource = (source: string): string => SCRIPTS.find((s) => s.source === source)?.name ?? 'unknown script';
-  connection.evalsha = (sha, keys, args) => observe(byHash(sha), () => evalsha(sha, keys, args));
-  connection.eval = (source, keys, args) => observe(bySource(source), () => evalSource(source, keys, args));
+  const run = topology.run.bind(topology);
+  const send = topology.send.bind(topology);
+  topology.run = <R>(call: ScriptCallOf<R>): Promise<R> => observe(call, run);
+  topology.send = <R>(call: ScriptCallOf<R>): Promise<R> => observe(call, send);
   return counts;
 }

@@ -8,6 +8,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { startRedisServer, type RedisServer, type RedisServerOptions } from '../../src/devserver/redis-server.js';
 import { Padlock } from '../../src/index.js';
 import type { PadlockOptions } from '../../src/options.js';
+import type { ScriptCall } from '../../src/topology/topology.js';
 
 const unhandled: unknown[] = [];
 process.on('unhandledRejection', (reason) => unhandled.push(reason));
@@ -78,4 +79,13 @@ export function activeResources(): Map<string, number> {
   const counts = new Map<string, number>();
   for (const type of process.getActiveResourcesInfo()) counts.set(type, (counts.get(type) ?? 0) + 1);
   return counts;
+}
+
+/**
+ * Runs one call of a lock protocol on `client` by EVAL, as padlock would send it (another client
+ * of the same protocol, say), and reads its reply as padlock does. Sending the same call twice is a
+ * resend: same request id.
+ */
+export async function runCall<R>(client: Redis, call: ScriptCall<R>): Promise<R> {
+  return call.script.parse(await client.eval(call.script.source, call.keys.length, ...call.keys, ...call.args));
 }

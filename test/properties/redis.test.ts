@@ -20,7 +20,7 @@ import {
   type AcquireOptions,
 } from '../../src/index.js';
 import { lockKeys, type LockKeys } from '../../src/keys.js';
-import { releaseScript, renewScript } from '../../src/scripts/index.js';
+import { MutexProtocol } from '../../src/locks/mutex-protocol.js';
 import { connect, padlockOn, startServer } from '../harness/redis.js';
 import {
   MAX_MS,
@@ -332,7 +332,7 @@ describe('properties against Redis: call sequences', () => {
       }),
       { numRuns: runs(100) },
     );
-    for (const p of padlocks) assert.equal(p.runtime.holds.size, 0, 'every hold was released or given up');
+    for (const p of padlocks) assert.equal(p.shared.runtime.holds.size, 0, 'every hold was released or given up');
     t.diagnostic(`${commandsRun} commands run in ${runs(100)} sequences`);
     assert.ok(commandsRun > runs(100) * 5, `the sequences ran ${commandsRun} commands`);
   });
@@ -354,9 +354,10 @@ describe('properties against Redis: a foreign owner token is a no-op', () => {
         const log = await admin.hget(keys.lock, ':log');
         const pttl = await admin.pttl(keys.lock);
         await assert.rejects(p.mutex(name).acquire({ owner: stranger, waitMs: 0 }), LockNotHeldError);
-        const run = p.runtime.runner;
-        assert.deepEqual(await run.run(releaseScript, [keys.lock], [stranger, 1, `stranger-${lockCounter}`, keys.released, 10_000]), { status: 'not-held' });
-        assert.deepEqual(await run.run(renewScript, [keys.lock], [stranger, ms]), [0]);
+        const { topology } = p.shared;
+        const protocol = new MutexProtocol(keys, 'mutex', p.shared.clientId);
+        assert.deepEqual(await topology.run(protocol.release(stranger, 1)), { status: 'not-held' });
+        assert.deepEqual(await topology.run(MutexProtocol.renew([{ keys, owner: stranger, leaseMs: ms }])), [0]);
         assert.deepEqual(await lockState(keys), before, 'the holder keeps its holds and fence');
         assert.equal(await admin.hget(keys.lock, ':log'), log, 'not even the request log moved');
         assert.ok((await admin.pttl(keys.lock)) <= pttl, 'the lease was not lengthened');
@@ -446,7 +447,7 @@ describe('properties against Redis: keys of the wrong type', () => {
       }),
       { numRuns: runs(120) },
     );
-    assert.equal(p.runtime.holds.size, 0);
+    assert.equal(p.shared.runtime.holds.size, 0);
   });
 
   it('a key that changes type under a holder makes release and extend fail typed', { timeout: 30_000 }, async () => {
@@ -518,7 +519,8 @@ describe('properties against Redis: every duration validation accepts works end 
         const ttl = await admin.pttl(keys.lock);
         await admin.del(keys.lock);
         assert.ok(outcome.kind === 'value' && outcome.value instanceof Lease, `leaseMs ${leaseMs}: ${describeOutcome(outcome)}; the lock key's PTTL is ${ttl}`);
-        assert.ok(ttl > 0, `leaseMs ${leaseMs}: the lock has an expiry`);
+        // -2: a lease of a few ms may have run out already on a busy machine; -1 (no expiry) never may.
+        assert.ok(ttl > 0 || ttl === -2, `leaseMs ${leaseMs}: the lock has an expiry (PTTL ${ttl})`);
         await outcome.value.release().catch(() => undefined);
       }),
       { numRuns: runs(50) },

@@ -46,11 +46,12 @@ before(async () => {
 });
 
 describe('fault: all Redis down', () => {
-  it('tryAcquire rejects with RedisUnavailableError within the client\'s retry budget', () => {
+  it('tryAcquire rejects with RedisUnavailableError within padlock\'s own bound, whatever the client\'s retry budget', () => {
     const { tryAcquire } = run.report;
     assert.equal(tryAcquire.error, 'RedisUnavailableError', JSON.stringify(tryAcquire));
     assert.equal(tryAcquire.code, 'REDIS_UNAVAILABLE');
-    assert.ok(tryAcquire.tookMs < 20_000, `no hang: ${tryAcquire.tookMs.toFixed(0)} ms (ioredis maxRetriesPerRequest bounds it)`);
+    // The 1 s grace (README, "When Redis is down"); the client alone would take ~10 s.
+    assert.ok(tryAcquire.tookMs < 1_000 + 2_000, `no hang: ${tryAcquire.tookMs.toFixed(0)} ms`);
   });
 
   it('acquire({ waitMs }) rejects within waitMs, with an error that says Redis was unreachable', () => {

@@ -1,0 +1,100 @@
+/**
+ * The protocol of the mutex family (`mutex` and `fairMutex`, which share one hash and queue): which
+ * script each step runs, with which keys and arguments. Calls are built here and run by a topology;
+ * their replies are typed in scripts/index.ts. See docs/protocol.md.
+ */
+import { scriptKeys, waiterChannel, type LockKeys } from '../keys.js';
+import {
+  acquireScript,
+  enqueueScript,
+  forceReleaseScript,
+  inspectScript,
+  leaveScript,
+  reenterScript,
+  releaseScript,
+  renewScript,
+  type AcquireReply,
+  type InspectReply,
+  type ReleaseReply,
+} from '../scripts/index.js';
+import { newRequestId } from '../tokens.js';
+import type { ScriptCall } from '../topology/topology.js';
+
+/** A freed lock keeps its request log this long, so a resent release is recognised. */
+export const TOMBSTONE_MS = 10_000;
+/** A waiter that missed this many heartbeats in a row is taken for dead and skipped. */
+export const HEARTBEATS_ALLOWED = 3;
+
+/** How an attempt treats the queue: take a free lock only, or also join (or refresh) the queue, at its tail or head. */
+export type QueueMode = 'try' | 'queue' | 'requeue';
+
+/** How a free lock is shared out: anyone may take it (`mutex`), or the queue's head first (`fair`). */
+export type MutexKind = 'mutex' | 'fair';
+
+/** A hold as renewal needs it. */
+export interface Renewable {
+  readonly keys: LockKeys;
+  readonly owner: string;
+  readonly leaseMs: number;
+}
+
+export class MutexProtocol {
+  constructor(
+    readonly keys: LockKeys,
+    readonly kind: MutexKind,
+    /** The Padlock's id: its waiters' channel carries it. */
+    readonly clientId: string,
+  ) {}
+
+  /** The channel on which this Padlock's waiters of this lock are woken or handed the lock. */
+  get waiterChannel(): string {
+    return waiterChannel(this.keys, this.clientId);
+  }
+
+  /**
+   * Takes the lock for a new `owner` if free. `try` never queues; `queue` (at the tail) and `requeue`
+   * (at the head) make an owner that must wait join the queue, or refresh its heartbeat there.
+   */
+  attempt(owner: string, leaseMs: number, mode: QueueMode, heartbeatMs: number): ScriptCall<AcquireReply> {
+    const keys = scriptKeys(this.keys);
+    const lock = this.keys.name;
+    if (mode === 'try') return { script: acquireScript, keys, args: [owner, leaseMs, this.kind], lock };
+    const allowance = heartbeatMs * HEARTBEATS_ALLOWED;
+    return { script: enqueueScript, keys, args: [owner, leaseMs, this.kind, this.clientId, allowance, mode === 'queue' ? 'tail' : 'head'], lock };
+  }
+
+  /** Adds one hold for an `owner` that holds the lock (`not-held` otherwise); never shortens the lease. */
+  reenter(owner: string, leaseMs: number): ScriptCall<AcquireReply> {
+    return { script: reenterScript, keys: [this.keys.lock], args: [owner, leaseMs, newRequestId()], lock: this.keys.name };
+  }
+
+  /** Releases `count` holds of `owner`; the last one frees the lock and gives the turn to the queue. */
+  release(owner: string, count: number): ScriptCall<ReleaseReply> {
+    return { script: releaseScript, keys: scriptKeys(this.keys), args: [owner, count, newRequestId(), this.keys.released, TOMBSTONE_MS], lock: this.keys.name };
+  }
+
+  /** Takes a waiter that gave up out of the queue, passing on a turn it was given. Idempotent. */
+  leave(owner: string): ScriptCall<boolean> {
+    return { script: leaveScript, keys: scriptKeys(this.keys), args: [owner, this.keys.released, TOMBSTONE_MS], lock: this.keys.name };
+  }
+
+  /** Deletes the lock whoever holds it and gives the turn to the queue. */
+  forceRelease(): ScriptCall<boolean> {
+    return { script: forceReleaseScript, keys: scriptKeys(this.keys), args: [this.keys.released, TOMBSTONE_MS], lock: this.keys.name };
+  }
+
+  /** Reads the lock's holders, fence and remaining lease. */
+  inspect(): ScriptCall<InspectReply> {
+    return { script: inspectScript, keys: [this.keys.lock], args: [], lock: this.keys.name };
+  }
+
+  /** Lengthens each hold's lease to at least its `leaseMs` (or `ms`, for one) while its owner still holds it; 0 for those it does not. */
+  static renew(holds: readonly Renewable[], ms?: number): ScriptCall<number[]> {
+    return {
+      script: renewScript,
+      keys: holds.map((h) => h.keys.lock),
+      args: holds.flatMap((h) => [h.owner, ms ?? h.leaseMs]),
+      lock: holds.length === 1 ? holds[0]?.keys.name : undefined,
+    };
+  }
+}

@@ -1,0 +1,23 @@
+/** What every lock of one Padlock shares: built once by the Padlock, handed to each lock it makes. */
+import type { Emit } from './events.js';
+import type { Runtime } from './runtime.js';
+import type { Subscriber } from './subscriber.js';
+import type { Topology } from './topology/topology.js';
+import type { Watchdog } from './watchdog.js';
+
+export interface Shared {
+  /** Where the locks live: every call to Redis goes through it. */
+  readonly topology: Topology;
+  /** The one pub/sub connection. */
+  readonly subscriber: Subscriber;
+  /** The one renewal scheduler. */
+  readonly watchdog: Watchdog;
+  /** The registry of holds, the async context, close(). */
+  readonly runtime: Runtime;
+  /** Identifies this Padlock's channel for wake-ups and handoffs. */
+  readonly clientId: string;
+  readonly prefix: string;
+  /** The default lease. */
+  readonly leaseMs: number;
+  readonly emit: Emit;
+}
