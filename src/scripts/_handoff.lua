@@ -23,11 +23,11 @@ local function hand_off(lock, fence_key, queue, waiters, channel)
           redis.call('PUBLISH', channel .. ':' .. client, head .. ' wake')
           return false
         end
-        local fence = redis.call('INCR', fence_key)
+        local fence, text = next_fence(fence_key)
         local pttl = math.min(tonumber(lease), tonumber(allowance))
-        redis.call('HSET', lock, head, 1, ':fence', fence)
+        redis.call('HSET', lock, head, 1, ':fence', text)
         redis.call('PEXPIRE', lock, pttl)
-        redis.call('PUBLISH', channel .. ':' .. client, head .. ' ' .. fence .. ' ' .. pttl)
+        redis.call('PUBLISH', channel .. ':' .. client, head .. ' ' .. text .. ' ' .. pttl)
         return true
       end
     end

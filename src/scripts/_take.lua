@@ -30,8 +30,8 @@ local function take(lock, fence_key, queue, waiters, owner, lease, kind)
   if redis.call('HDEL', waiters, owner) == 1 then
     redis.call('LREM', queue, 1, owner)
   end
-  local fence = redis.call('INCR', fence_key)
-  redis.call('HSET', lock, owner, 1, ':fence', fence)
+  local fence, text = next_fence(fence_key)
+  redis.call('HSET', lock, owner, 1, ':fence', text)
   redis.call('PEXPIRE', lock, lease)
   return {1, fence, 1, lease}
 end

@@ -65,26 +65,24 @@ describe('fault: Redis server', () => {
     assert.equal(fleet.completed.find((s) => s.worker === 0 && s.seq === 0)?.lost, 'expired');
   });
 
-  it('redis-server killed and restarted empty: the holder is told at its next renewal; fences restart, and the store refuses them', async () => {
-    // Fences before the restart are well above 1, as they are on any lock that has been in use.
-    await servers.admin.set('padlock:{restart}:fence', 100);
+  it('redis-server killed and restarted empty: the holder is told at its next renewal; fences keep increasing, off the server\'s clock', async () => {
+    let before = 0;
     const { report, fleet, exits } = await runWithHeldFault(servers, {
       ...base, name: 'restart',
       inject: async (held) => {
+        before = held.fence;
         await servers.lock.restart();
-        // (A reconnecting waiter may take the lock on the empty server at once: check the counter.)
-        assert.ok(Number((await servers.admin.get('padlock:{restart}:fence')) ?? 0) < 100, 'the fence counter is gone');
-        assert.ok(held.fence >= 1);
         await delay(LEASE_MS);
       },
     });
     const holder = fleet.completed.find((s) => s.worker === 0 && s.seq === 0);
     assert.notEqual(holder?.lost, null, 'the holder learnt it lost the lock');
-    // Without persistence the fence counter starts again: later holders get fences the store has
-    // already seen, and it refuses them. The data stays safe; this is the documented limit.
+    // The fence key went with the data, but fences rest on the server's clock (docs/protocol.md):
+    // the holders after the restart get greater fences, and the store takes their writes.
+    const after = fleet.completed.filter((s) => s.write === 'ok' && s.fence > before);
+    assert.ok(after.length > 0, `a holder after the restart wrote with a greater fence: ${describeReport(report)}`);
     assert.equal(report.staleWritesAccepted, 0, describeReport(report));
     assert.equal(report.lostUpdates, 0, describeReport(report));
-    assert.ok(report.staleRefused >= 2 * base.sections, `every write after the restart was refused: ${describeReport(report)}`);
     assert.ok(isLive(report), describeReport(report));
     assert.ok(exits.every((e) => e.clean));
   });

@@ -130,11 +130,11 @@ describe('security: an ACL user limited to the lock prefix', () => {
   });
 
   it('a command a script lacks: RedisCommandError, and nothing half-written', async () => {
-    await user('noincr', '~padlock:*', '&padlock:*', ...grants(PADLOCK_COMMANDS.filter((c) => c !== 'incr')));
-    const { error } = await failure(() => padlockFor(server, as('noincr')).mutex('acl:noincr').acquire());
+    await user('noincrby', '~padlock:*', '&padlock:*', ...grants(PADLOCK_COMMANDS.filter((c) => c !== 'incrby')));
+    const { error } = await failure(() => padlockFor(server, as('noincrby')).mutex('acl:noincrby').acquire());
     assert.ok(error instanceof RedisCommandError, `got ${String(error)}`);
     assert.match(error.message, /can't run this command|NOPERM/);
-    assert.equal(await admin.exists('padlock:{acl:noincr}:lock'), 0, 'no hold was written');
+    assert.equal(await admin.exists('padlock:{acl:noincrby}:lock'), 0, 'no hold was written');
   });
 
   it('channels outside the user\'s pattern: a waiting acquire fails with a typed error naming NOPERM', async () => {
