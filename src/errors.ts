@@ -12,6 +12,7 @@ export type PadlockErrorCode =
   | 'INVALID_OPTION'
   | 'REDIS_UNAVAILABLE'
   | 'REDIS_COMMAND'
+  | 'REPLICA_ACK'
   | 'CLOSED';
 
 /** Base class of every padlock error. */
@@ -141,6 +142,29 @@ export class RedisCommandError extends PadlockError {
     const text = messageOf(cause);
     const hint = /WRONGTYPE|unexpected reply/.test(text) ? ' (a key in padlock\'s key space holds data padlock did not write: see docs/protocol.md)' : '';
     super(`Redis refused a command${lock === undefined ? '' : ` for lock "${lock}"`}: ${text}${hint}`, lock, { cause });
+  }
+}
+
+/**
+ * With `replicas: { min, timeoutMs }`: fewer replicas than `min` acknowledged a lock write within
+ * `timeoutMs`. A grant is undone before this is thrown (the lock is not held); a renewal does not
+ * count (the lease runs on as it was).
+ */
+export class ReplicaAckError extends PadlockError {
+  override readonly name = 'ReplicaAckError';
+  readonly code = 'REPLICA_ACK';
+  /** How many replicas acknowledged the write. */
+  readonly acknowledged: number;
+  /** How many were required (`replicas.min`). */
+  readonly required: number;
+
+  constructor(lock: string | undefined, acknowledged: number, required: number) {
+    super(
+      `only ${acknowledged} of the ${required} replicas required acknowledged the write${lock === undefined ? '' : ` for lock "${lock}"`} in time: it was undone (a grant) or does not count (a renewal)`,
+      lock,
+    );
+    this.acknowledged = acknowledged;
+    this.required = required;
   }
 }
 

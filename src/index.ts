@@ -13,6 +13,7 @@ export {
   PadlockOptionError,
   RedisUnavailableError,
   RedisCommandError,
+  ReplicaAckError,
   PadlockClosedError,
   type PadlockErrorCode,
   type LockLostReason,

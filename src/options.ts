@@ -46,6 +46,23 @@ export interface PadlockOptions {
    * @default 5000
    */
   replyTimeoutMs?: number | undefined;
+  /**
+   * Replica acknowledgement, for a primary with replicas (Sentinel, or a fixed primary): every call
+   * that grants or renews a hold is followed, in the same round trip, by `WAIT min timeoutMs`. A
+   * grant fewer than `min` replicas acknowledged is undone and fails with `ReplicaAckError`; a
+   * renewal does not count. It narrows the window in which a failover loses a lock; it is not
+   * consensus (see the README's FAQ). Not with a Cluster client.
+   * @example { min: 1, timeoutMs: 100 }
+   */
+  replicas?: ReplicaOptions | undefined;
+}
+
+/** How many replicas must acknowledge a lock write, and how long to wait for them. */
+export interface ReplicaOptions {
+  /** Replicas that must acknowledge: an integer from 1 to 16. */
+  readonly min: number;
+  /** How long `WAIT` may block, in ms: from 1 to below `replyTimeoutMs`. */
+  readonly timeoutMs: number;
 }
 
 /**
@@ -82,6 +99,7 @@ export interface ResolvedPadlockOptions {
   readonly prefix: string;
   readonly leaseMs: number;
   readonly replyTimeoutMs: number;
+  readonly replicas: ReplicaOptions | undefined;
 }
 
 /** Validated acquire options with defaults applied. */
@@ -144,8 +162,8 @@ export function checkLeaseMs(option: string, value: unknown): number {
 /** Validates `new Padlock(options)`. */
 export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions & { readonly redis: Redis | Cluster } {
   if (!isPlainObject(options)) throw new PadlockOptionError('options', 'an object with at least { redis }', options);
-  rejectUnknown('options', options, ['redis', 'prefix', 'leaseMs', 'replyTimeoutMs']);
-  const { redis, prefix = 'padlock', leaseMs = 30_000, replyTimeoutMs = 5_000 } = options;
+  rejectUnknown('options', options, ['redis', 'prefix', 'leaseMs', 'replyTimeoutMs', 'replicas']);
+  const { redis, prefix = 'padlock', leaseMs = 30_000, replyTimeoutMs = 5_000, replicas } = options;
   const expected = 'an ioredis Redis or Cluster instance';
   if (typeof redis !== 'object' || redis === null) throw new PadlockOptionError('redis', expected, redis);
   const missing = missingClientMembers(redis);
@@ -153,7 +171,28 @@ export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions 
   if (typeof prefix !== 'string' || !PREFIX_PATTERN.test(prefix)) {
     throw new PadlockOptionError('prefix', 'a string of 1 to 64 characters from A-Z a-z 0-9 _ . : -', prefix);
   }
-  return { redis: redis as Redis | Cluster, prefix, leaseMs: checkLeaseMs('leaseMs', leaseMs), replyTimeoutMs: checkMs('replyTimeoutMs', replyTimeoutMs, MIN_REPLY_TIMEOUT_MS, false) };
+  const replyTimeout = checkMs('replyTimeoutMs', replyTimeoutMs, MIN_REPLY_TIMEOUT_MS, false);
+  const client = redis as Redis | Cluster;
+  return { redis: client, prefix, leaseMs: checkLeaseMs('leaseMs', leaseMs), replyTimeoutMs: replyTimeout, replicas: checkReplicas(replicas, replyTimeout, client) };
+}
+
+/** Validates `replicas`: `{ min, timeoutMs }` or undefined; WAIT must fit in a reply's time. */
+function checkReplicas(replicas: unknown, replyTimeoutMs: number, client: Redis | Cluster): ReplicaOptions | undefined {
+  if (replicas === undefined) return undefined;
+  if (!isPlainObject(replicas)) throw new PadlockOptionError('replicas', 'an object { min, timeoutMs }', replicas);
+  rejectUnknown('replicas', replicas, ['min', 'timeoutMs']);
+  const { min, timeoutMs } = replicas;
+  if (typeof min !== 'number' || !Number.isInteger(min) || min < 1 || min > 16) {
+    throw new PadlockOptionError('replicas.min', 'an integer from 1 to 16', min);
+  }
+  if (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs >= replyTimeoutMs) {
+    throw new PadlockOptionError('replicas.timeoutMs', `an integer from 1 to below replyTimeoutMs (${replyTimeoutMs})`, timeoutMs);
+  }
+  if ('isCluster' in client && client.isCluster === true) {
+    // A cluster's WAIT would have to go to each slot's master with its call; not built yet.
+    throw new PadlockOptionError('replicas', 'left out with a Cluster client (replica acknowledgement serves a single primary with replicas, e.g. under Sentinel)', replicas);
+  }
+  return { min, timeoutMs };
 }
 
 /** Validates a lock name. */

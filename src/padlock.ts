@@ -60,7 +60,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
       }
     };
     const reportError = (error: unknown): void => emit('error', error instanceof Error ? error : new Error(String(error)));
-    const topology = new SingleServer(fromIoredis(resolved.redis), resolved.replyTimeoutMs);
+    const topology = new SingleServer(fromIoredis(resolved.redis), resolved.replyTimeoutMs, resolved.replicas);
     const subscriber = new Subscriber(() => topology.openSubscriber(), reportError);
     const watchdog = new Watchdog({
       // A group holds only holds of one family (one renew script) whose keys one call can reach.

@@ -30,6 +30,8 @@ export class WaitScope {
     closing: AbortSignal,
     /** The longest any one call may wait for Redis's reply. */
     readonly replyTimeoutMs: number,
+    /** What a call may take beyond Redis's own answer (a WAIT for replicas): added to the grace. */
+    readonly extraReplyMs: number,
     /** Makes the error for a call with no reply within the given ms. */
     private readonly noReply: (lock: string, ms: number) => RedisUnavailableError,
   ) {
@@ -84,7 +86,7 @@ export class WaitScope {
    * at most one grace after its `waitMs`.
    */
   get replyBoundMs(): number {
-    const grace = Math.min(REPLY_GRACE_MS, this.replyTimeoutMs);
+    const grace = Math.min(REPLY_GRACE_MS + this.extraReplyMs, this.replyTimeoutMs);
     return Math.min(this.replyTimeoutMs, Math.max(this.remainingMs, grace));
   }
 

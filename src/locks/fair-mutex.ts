@@ -14,6 +14,8 @@ export class FairMutex extends Mutex {
   }
 
   protected override grantFrom(message: string, lastSentAt: number): Grant | null {
+    // Where grants count only once confirmed (replicas acknowledged them), claim it with a call.
+    if (this.shared.topology.confirmsGrants) return null;
     return handoffGrant(message, lastSentAt);
   }
 }

@@ -160,7 +160,7 @@ export abstract class Lock implements Lockable, HoldLock {
     runtime.assertOpen(this.name);
     opts.signal?.throwIfAborted();
     const existing = opts.owner === undefined ? runtime.contextHold(this.keys.lock) : runtime.findHold(this.keys.lock, opts.owner);
-    const scope = new WaitScope(this.name, opts.waitMs, opts.signal, runtime.closing, topology.replyTimeoutMs, (lock, ms) => topology.noReply(lock, ms));
+    const scope = new WaitScope(this.name, opts.waitMs, opts.signal, runtime.closing, topology.replyTimeoutMs, topology.extraReplyMs, (lock, ms) => topology.noReply(lock, ms));
     try {
       if (existing !== undefined) return await this.#reenter(existing, opts, scope);
       if (opts.owner !== undefined) return await this.#reenterRemote(opts.owner, opts, scope);

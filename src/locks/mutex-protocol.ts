@@ -18,7 +18,7 @@ import {
   type ReleaseReply,
 } from '../scripts/index.js';
 import { newRequestId } from '../tokens.js';
-import type { ScriptCall } from '../topology/topology.js';
+import type { Granted, ScriptCall } from '../topology/topology.js';
 
 /** A freed lock keeps its request log this long, so a resent release is recognised. */
 export const TOMBSTONE_MS = 10_000;
@@ -58,14 +58,20 @@ export class MutexProtocol {
   attempt(owner: string, leaseMs: number, mode: QueueMode, heartbeatMs: number): ScriptCall<AcquireReply> {
     const keys = scriptKeys(this.keys);
     const lock = this.keys.name;
-    if (mode === 'try') return { script: acquireScript, keys, args: [owner, leaseMs, this.kind], lock };
+    const grants = this.#grants(owner);
+    if (mode === 'try') return { script: acquireScript, keys, args: [owner, leaseMs, this.kind], lock, grants };
     const allowance = heartbeatMs * HEARTBEATS_ALLOWED;
-    return { script: enqueueScript, keys, args: [owner, leaseMs, this.kind, this.clientId, allowance, mode === 'queue' ? 'tail' : 'head'], lock };
+    return { script: enqueueScript, keys, args: [owner, leaseMs, this.kind, this.clientId, allowance, mode === 'queue' ? 'tail' : 'head'], lock, grants };
   }
 
   /** Adds one hold for an `owner` that holds the lock (`not-held` otherwise); never shortens the lease. */
   reenter(owner: string, leaseMs: number): ScriptCall<AcquireReply> {
-    return { script: reenterScript, keys: [this.keys.lock], args: [owner, leaseMs, newRequestId()], lock: this.keys.name };
+    return { script: reenterScript, keys: [this.keys.lock], args: [owner, leaseMs, newRequestId()], lock: this.keys.name, grants: this.#grants(owner) };
+  }
+
+  /** An acquire reply grants one hold of `owner`, which a release of one gives back. */
+  #grants(owner: string): (reply: AcquireReply) => Granted | undefined {
+    return (reply) => (reply.status === 'acquired' ? { undo: this.release(owner, 1) } : undefined);
   }
 
   /** Releases `count` holds of `owner`; the last one frees the lock and gives the turn to the queue. */
@@ -95,6 +101,8 @@ export class MutexProtocol {
       keys: holds.map((h) => h.keys.lock),
       args: holds.flatMap((h) => [h.owner, ms ?? h.leaseMs]),
       lock: holds.length === 1 ? holds[0]?.keys.name : undefined,
+      // A renewal lengthens holds; one that replicas did not acknowledge simply does not count.
+      grants: () => ({ undo: undefined }),
     };
   }
 }

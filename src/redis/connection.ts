@@ -7,12 +7,22 @@ import type { Cluster, Redis } from 'ioredis';
 /** A script argument as sent on the wire. */
 export type Arg = string | number;
 
+/** A `WAIT numreplicas timeout` sent right after a script, in the same round trip. */
+export interface WaitFor {
+  readonly replicas: number;
+  readonly timeoutMs: number;
+}
+
 /** Sends commands. */
 export interface CommandConnection {
   /** `EVALSHA sha numkeys key... arg...` */
   evalsha(sha: string, keys: readonly string[], args: readonly Arg[]): Promise<unknown>;
   /** `EVAL source numkeys key... arg...` (also loads the script into the server's cache). */
   eval(source: string, keys: readonly string[], args: readonly Arg[]): Promise<unknown>;
+  /** `EVALSHA`, then `WAIT`, pipelined: the script's reply (rejects with its error) and how many replicas acknowledged. */
+  evalshaThenWait(sha: string, keys: readonly string[], args: readonly Arg[], wait: WaitFor): Promise<readonly [unknown, number]>;
+  /** `EVAL`, then `WAIT`, pipelined. */
+  evalThenWait(source: string, keys: readonly string[], args: readonly Arg[], wait: WaitFor): Promise<readonly [unknown, number]>;
   /** Opens a second connection to the same server(s) for pub/sub; the caller closes it. */
   openSubscriber(): SubscriberConnection;
   /** True for a Redis Cluster: a multi-key script call must stay within one slot. */
@@ -38,6 +48,15 @@ export interface SubscriberConnection {
 interface IoredisEval {
   evalsha(sha: string, numkeys: number, ...args: Arg[]): Promise<unknown>;
   eval(source: string, numkeys: number, ...args: Arg[]): Promise<unknown>;
+  pipeline(): IoredisPipeline;
+}
+
+/** The promise-free, chainable form of the commands padlock pipelines. */
+interface IoredisPipeline {
+  evalsha(sha: string, numkeys: number, ...args: Arg[]): IoredisPipeline;
+  eval(source: string, numkeys: number, ...args: Arg[]): IoredisPipeline;
+  call(command: string, ...args: Arg[]): IoredisPipeline;
+  exec(): Promise<[Error | null, unknown][] | null>;
 }
 
 /** Adapts an ioredis `Redis` or `Cluster`. */
@@ -47,12 +66,24 @@ export function fromIoredis(client: Redis | Cluster): CommandConnection {
   return {
     evalsha: (sha, keys, args) => commands.evalsha(sha, keys.length, ...keys, ...args),
     eval: (source, keys, args) => commands.eval(source, keys.length, ...keys, ...args),
+    evalshaThenWait: (sha, keys, args, wait) => thenWait(commands.pipeline().evalsha(sha, keys.length, ...keys, ...args), wait),
+    evalThenWait: (source, keys, args, wait) => thenWait(commands.pipeline().eval(source, keys.length, ...keys, ...args), wait),
     openSubscriber: () => subscriberFromIoredis(client.duplicate()),
     isCluster: 'isCluster' in client && client.isCluster === true,
     get status() {
       return client.status;
     },
   };
+}
+
+/** Adds `WAIT` to a pipeline holding one script call, sends both, and reads the two replies. */
+async function thenWait(pipeline: IoredisPipeline, { replicas, timeoutMs }: WaitFor): Promise<readonly [unknown, number]> {
+  const results = await pipeline.call('WAIT', replicas, timeoutMs).exec();
+  const [script, wait] = results ?? [];
+  if (script === undefined || wait === undefined) throw new Error('the pipelined script and WAIT were discarded');
+  if (script[0] !== null) throw script[0];
+  if (wait[0] !== null) throw wait[0];
+  return [script[1], Number(wait[1])];
 }
 
 function subscriberFromIoredis(client: Redis | Cluster): SubscriberConnection {

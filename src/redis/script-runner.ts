@@ -1,13 +1,11 @@
 /**
  * Runs Lua scripts by EVALSHA, with the one NOSCRIPT fallback (EVAL, which also reloads the script),
- * and turns client errors into padlock's typed errors. This is the only place scripts are sent, and
- * where padlock bounds how long it waits for a reply: whatever the client's own retry settings, a
- * call Redis does not answer in time is reported as `RedisUnavailableError`.
+ * and turns client errors into padlock's typed errors. This is the only place scripts are sent; how
+ * long padlock waits for them is its topology's business (src/topology/).
  */
 import { createHash } from 'node:crypto';
-import { bound } from '../clock.js';
 import { RedisCommandError, RedisUnavailableError } from '../errors.js';
-import type { Arg, CommandConnection } from './connection.js';
+import type { Arg, CommandConnection, WaitFor } from './connection.js';
 
 /** A script and how to read its reply. */
 export interface Script<Result> {
@@ -33,21 +31,7 @@ function isReplyError(error: unknown): boolean {
 
 /** Sends scripts over one command connection. */
 export class ScriptRunner {
-  constructor(
-    private readonly connection: CommandConnection,
-    /** How long a call may wait for its reply (see {@link ScriptRunner.run}). */
-    readonly replyTimeoutMs: number,
-  ) {}
-
-  /**
-   * Runs `script` with `keys` and `args`, and rejects with `RedisUnavailableError` if no reply comes
-   * within `replyTimeoutMs`. Only for calls whose late success does no harm (a release, a renewal, a
-   * read, leaving a queue): a reply that comes after the time-out is dropped. `lock` names the lock
-   * in errors.
-   */
-  run<Result>(script: Script<Result>, keys: readonly string[], args: readonly Arg[], lock?: string): Promise<Result> {
-    return bound(this.send(script, keys, args, lock), { ms: this.replyTimeoutMs, timeout: () => this.noReply(lock, this.replyTimeoutMs) });
-  }
+  constructor(private readonly connection: CommandConnection) {}
 
   /** The error for a call that had no reply within `ms`; its cause says what the client's connection was doing. */
   noReply(lock: string | undefined, ms: number): RedisUnavailableError {
@@ -60,19 +44,42 @@ export class ScriptRunner {
    * whose late grant must reach the code that gives it back, never be dropped).
    */
   async send<Result>(script: Script<Result>, keys: readonly string[], args: readonly Arg[], lock?: string): Promise<Result> {
-    let reply: unknown;
+    const [reply] = await this.#send(script, lock, (sha) => this.connection.evalsha(sha, keys, args).then((r) => [r, 0] as const), (source) =>
+      this.connection.eval(source, keys, args).then((r) => [r, 0] as const),
+    );
+    return reply;
+  }
+
+  /** As {@link send}, followed in the same round trip by `WAIT`: the reply and how many replicas acknowledged. */
+  sendThenWait<Result>(script: Script<Result>, keys: readonly string[], args: readonly Arg[], lock: string | undefined, wait: WaitFor): Promise<readonly [Result, number]> {
+    return this.#send(
+      script,
+      lock,
+      (sha) => this.connection.evalshaThenWait(sha, keys, args, wait),
+      (source) => this.connection.evalThenWait(source, keys, args, wait),
+    );
+  }
+
+  /** EVALSHA, with the one EVAL fallback on NOSCRIPT; checks the reply. */
+  async #send<Result>(
+    script: Script<Result>,
+    lock: string | undefined,
+    bySha: (sha: string) => Promise<readonly [unknown, number]>,
+    bySource: (source: string) => Promise<readonly [unknown, number]>,
+  ): Promise<readonly [Result, number]> {
+    let reply: readonly [unknown, number];
     try {
-      reply = await this.connection.evalsha(script.sha, keys, args);
+      reply = await bySha(script.sha);
     } catch (error) {
       if (!(isReplyError(error) && /NOSCRIPT/.test((error as Error).message))) throw wrap(error, lock);
       try {
-        reply = await this.connection.eval(script.source, keys, args);
+        reply = await bySource(script.source);
       } catch (retryError) {
         throw wrap(retryError, lock);
       }
     }
     try {
-      return script.parse(reply);
+      return [script.parse(reply[0]), reply[1]];
     } catch (error) {
       // Only data padlock did not write (a foreign or corrupted key) can make a script answer so.
       throw new RedisCommandError(lock, error);

@@ -3,30 +3,56 @@
  * client follows failovers), or a Cluster through a cluster client (which routes each call to the
  * slot's master). Each call goes to one place; renewals are grouped per Cluster slot, since one
  * script's keys must share a slot.
+ *
+ * With `replicas`, a call that may grant or lengthen a hold is followed in the same round trip by
+ * `WAIT min timeoutMs`; a grant fewer replicas acknowledged is undone and fails with
+ * `ReplicaAckError`, a renewal so acknowledged fails (it does not count).
  */
+import { bound } from '../clock.js';
+import { ReplicaAckError, type RedisUnavailableError } from '../errors.js';
+import type { ReplicaOptions } from '../options.js';
 import type { CommandConnection, SubscriberConnection } from '../redis/connection.js';
 import { ScriptRunner } from '../redis/script-runner.js';
 import { keySlot } from '../redis/slot.js';
-import type { RedisUnavailableError } from '../errors.js';
-import type { ScriptCall, Topology } from './topology.js';
+import type { Granted, ScriptCall, Topology } from './topology.js';
 
 export class SingleServer implements Topology {
   readonly description: string;
+  readonly extraReplyMs: number;
+  readonly confirmsGrants: boolean;
   readonly #connection: CommandConnection;
   readonly #runner: ScriptRunner;
+  readonly #replicas: ReplicaOptions | undefined;
 
-  constructor(connection: CommandConnection, readonly replyTimeoutMs: number) {
+  constructor(connection: CommandConnection, readonly replyTimeoutMs: number, replicas?: ReplicaOptions) {
     this.#connection = connection;
-    this.#runner = new ScriptRunner(connection, replyTimeoutMs);
-    this.description = connection.isCluster ? 'a Redis Cluster' : 'a single Redis server';
+    this.#runner = new ScriptRunner(connection);
+    this.#replicas = replicas;
+    this.extraReplyMs = replicas?.timeoutMs ?? 0;
+    this.confirmsGrants = replicas !== undefined;
+    const where = connection.isCluster ? 'a Redis Cluster' : 'a single Redis server';
+    this.description = replicas === undefined ? where : `${where} with ${replicas.min} replica acknowledgement(s)`;
   }
 
-  run<Result>({ script, keys, args, lock }: ScriptCall<Result>): Promise<Result> {
-    return this.#runner.run(script, keys, args, lock);
+  /** As {@link send}, but rejects with `RedisUnavailableError` when no reply comes within `replyTimeoutMs` (whatever the client's own retry settings). */
+  run<Result>(call: ScriptCall<Result>): Promise<Result> {
+    const ms = this.replyTimeoutMs;
+    return bound(this.send(call), { ms, timeout: () => this.noReply(call.lock, ms) });
   }
 
-  send<Result>({ script, keys, args, lock }: ScriptCall<Result>): Promise<Result> {
-    return this.#runner.send(script, keys, args, lock);
+  send<Result>(call: ScriptCall<Result>): Promise<Result> {
+    const { script, keys, args, lock, grants } = call;
+    if (this.#replicas === undefined || grants === undefined) return this.#runner.send(script, keys, args, lock);
+    return this.#acknowledged(call, grants, this.#replicas);
+  }
+
+  async #acknowledged<Result>(call: ScriptCall<Result>, grants: (result: Result) => Granted | undefined, replicas: ReplicaOptions): Promise<Result> {
+    const { script, keys, args, lock } = call;
+    const [result, acknowledged] = await this.#runner.sendThenWait(script, keys, args, lock, { replicas: replicas.min, timeoutMs: replicas.timeoutMs });
+    const granted = grants(result);
+    if (granted === undefined || acknowledged >= replicas.min) return result;
+    if (granted.undo !== undefined) await this.run(granted.undo).catch(() => undefined); // best effort: else the lease runs out
+    throw new ReplicaAckError(lock, acknowledged, replicas.min);
   }
 
   noReply(lock: string | undefined, ms: number): RedisUnavailableError {

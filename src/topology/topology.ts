@@ -24,6 +24,18 @@ export interface ScriptCall<Result> {
   readonly args: readonly Arg[];
   /** The lock's name, for errors. */
   readonly lock: string | undefined;
+  /**
+   * For a call that may grant or lengthen a hold: given its reply, whether it did (so a topology
+   * that acknowledges writes must have it acknowledged), and the call that undoes it if that fails.
+   * `undefined` (the default) for calls that only take holds away or read.
+   */
+  readonly grants?: ((result: Result) => Granted | undefined) | undefined;
+}
+
+/** A call's reply granted or lengthened a hold. */
+export interface Granted {
+  /** The call that gives the grant back, if it must be (a renewal needs none). */
+  readonly undo: Omit<ScriptCall<unknown>, 'grants'> | undefined;
 }
 
 /** Where locks live, and how a call reaches them. */
@@ -32,6 +44,17 @@ export interface Topology {
   readonly description: string;
   /** The longest any call waits for its reply, in ms (the Padlock's `replyTimeoutMs`). */
   readonly replyTimeoutMs: number;
+  /**
+   * How long a call may take beyond Redis's own answer (a `WAIT` for replicas, say), in ms: a wait's
+   * grace for a call near its deadline grows by this much.
+   */
+  readonly extraReplyMs: number;
+  /**
+   * Whether a grant counts only once the topology has confirmed it (replicas acknowledged it): then
+   * a waiter must claim a lock handed to it by a call of its own, never take the handoff message's
+   * word.
+   */
+  readonly confirmsGrants: boolean;
   /**
    * Runs `call` where its keys live; rejects with `RedisUnavailableError` if no answer comes within
    * `replyTimeoutMs`. Only for calls whose late success does no harm (release, renewal, a read,
