@@ -9,14 +9,16 @@ import { Redis as Redis6 } from 'ioredis6';
 import { startRedisServer, type RedisServer } from '../../src/devserver/redis-server.js';
 import { Padlock, type Lease } from '../../src/index.js';
 import { monotonicNow } from '../../src/clock.js';
+import { inflict, type Fault as NodeFault } from './faults.js';
 
 /** The ioredis majors padlock accepts. */
 export const CLIENTS = ['ioredis5', 'ioredis6'] as const;
 export type ClientVersion = (typeof CLIENTS)[number];
 
-/** How Redis fails. */
+/** How Redis fails: `stopped` is the harness's `kill` (connections refused), `silent` its `pause` (SIGSTOP). */
 export const FAULTS = ['stopped', 'silent'] as const;
 export type Fault = (typeof FAULTS)[number];
+const HOW: Record<Fault, NodeFault> = { stopped: 'kill', silent: 'pause' };
 
 /** The calls measured. */
 export const CALLS = [
@@ -82,11 +84,6 @@ async function timed(work: () => Promise<unknown>): Promise<Outcome> {
 
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Makes Redis fail the given way. */
-async function inflict(server: RedisServer, fault: Fault): Promise<void> {
-  if (fault === 'stopped') await server.kill();
-  else server.pause();
-}
 
 /** Measures one call under one fault with one client. Starts and stops its own server. */
 export async function measure(version: ClientVersion, fault: Fault, call: Call): Promise<Outcome> {
@@ -101,20 +98,20 @@ export async function measure(version: ClientVersion, fault: Fault, call: Call):
     await other.ping();
     switch (call) {
       case 'acquire()':
-        await inflict(server, fault);
+        await inflict(server, HOW[fault]);
         return await timed(() => padlock.mutex(name).acquire());
       case 'acquire({ waitMs: 1000 })':
-        await inflict(server, fault);
+        await inflict(server, HOW[fault]);
         return await timed(() => padlock.mutex(name).acquire({ waitMs: 1_000 }));
       case 'tryAcquire()':
-        await inflict(server, fault);
+        await inflict(server, HOW[fault]);
         return await timed(() => padlock.mutex(name).tryAcquire());
       case 'queued acquire({ waitMs: 8000 })': {
         await holderSide.mutex(name).acquire();
         const startedAt = monotonicNow();
         const waiting = padlock.mutex(name).acquire({ waitMs: 8_000 });
         await delay(200); // queued and asleep
-        await inflict(server, fault);
+        await inflict(server, HOW[fault]);
         return outcomeOf(startedAt, await capped(waiting));
       }
       case 'abort a queued wait': {
@@ -122,7 +119,7 @@ export async function measure(version: ClientVersion, fault: Fault, call: Call):
         const controller = new AbortController();
         const waiting = padlock.mutex(name).acquire({ signal: controller.signal });
         await delay(200);
-        await inflict(server, fault);
+        await inflict(server, HOW[fault]);
         await delay(300);
         return await timed(() => {
           controller.abort(new Error('caller gave up'));
@@ -135,13 +132,13 @@ export async function measure(version: ClientVersion, fault: Fault, call: Call):
         const waiting = padlock.mutex(name).acquire();
         waiting.catch(() => undefined);
         await delay(200);
-        await inflict(server, fault);
+        await inflict(server, HOW[fault]);
         await delay(300);
         return await timed(() => padlock.close());
       }
       case 'release()': {
         const lease: Lease = await padlock.mutex(name).acquire();
-        await inflict(server, fault);
+        await inflict(server, HOW[fault]);
         return await timed(() => lease.release());
       }
       default:
