@@ -1,0 +1,94 @@
+/**
+ * padlock on a Redis Cluster (3 masters with a replica each, made by `redis-cli --cluster create`):
+ * a lock's keys stay in one slot, a release reaches a waiter through the cluster, and a slot
+ * migration or a failover of the slot's master under a held lock never loses it silently: the
+ * holder keeps it (and nobody else gets it), or is told.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { lockKeys, scriptKeys } from '../src/keys.js';
+import { keySlot } from '../src/redis/slot.js';
+import { LockLostError, Padlock, type Lease } from '../src/index.js';
+import type { PadlockOptions } from '../src/options.js';
+import { command, startCluster, type RedisCluster } from './harness/topologies.js';
+import { delay } from './harness/redis.js';
+import { probeWakes } from './harness/probes.js';
+
+let cluster: RedisCluster;
+const padlocks: Padlock[] = [];
+before(async () => {
+  cluster = await startCluster();
+});
+after(() => Promise.all(padlocks.map((p) => p.close())));
+
+/** A Padlock on a fresh `Cluster` client, closed after the file. */
+function padlockOn(options: Omit<PadlockOptions, 'redis'> = {}): Padlock {
+  const padlock = new Padlock({ redis: cluster.client(), ...options });
+  padlocks.push(padlock);
+  return padlock;
+}
+
+/** Another master than the one serving `key`. */
+async function otherMaster(key: string) {
+  const current = await cluster.nodeForKey(key);
+  const other = (await cluster.masters()).find((m) => m !== current);
+  assert.ok(other !== undefined);
+  return other;
+}
+
+/** The hold is kept and exclusive, or its holder was told it is gone: never lost silently. */
+async function keptOrTold(lease: Lease, name: string): Promise<'kept' | 'told'> {
+  if (!lease.isHeld) {
+    assert.ok(lease.signal.reason instanceof LockLostError, 'a hold that is gone was reported lost');
+    return 'told';
+  }
+  assert.equal(await padlockOn().mutex(name).tryAcquire(), null, 'a hold its holder still believes in excludes everyone else');
+  return 'kept';
+}
+
+describe('padlock on a Redis Cluster', () => {
+  it('keeps every key of a lock in one slot, and a release reaches a waiter through the cluster', async () => {
+    const keys = lockKeys('padlock', 'cluster:basic');
+    const slots = new Set(scriptKeys(keys).map(keySlot));
+    assert.equal(slots.size, 1, 'one slot');
+    assert.equal(await cluster.slotOf(keys.lock), [...slots][0], 'the slot Redis computes');
+    const holderSide = padlockOn();
+    const waiterSide = padlockOn();
+    const holder = await holderSide.fairMutex('cluster:basic').acquire();
+    probeWakes(waiterSide, { messagesOnly: true }); // only the release's message can move the waiter
+    const waiting = waiterSide.fairMutex('cluster:basic').acquire({ waitMs: 10_000 });
+    await delay(100);
+    await holder.release();
+    const lease = await waiting;
+    assert.ok(lease.fence > holder.fence);
+    await lease.release();
+  });
+
+  it('a slot migration under a held lock: the holder keeps it, renews it on the new master, and nobody else gets it', async () => {
+    const name = 'cluster:migrate';
+    const keys = lockKeys('padlock', name);
+    const lease = await padlockOn({ leaseMs: 1_500 }).mutex(name).acquire();
+    const target = await otherMaster(keys.lock);
+    const moved = await cluster.migrateSlot(await cluster.slotOf(keys.lock), target);
+    assert.ok(moved >= 1, 'the lock hash moved');
+    await delay(1_800); // past the lease: only renewals on the new master kept it
+    assert.equal(await keptOrTold(lease, name), 'kept');
+    assert.equal(await command(target, 'HGET', keys.lock, lease.owner), '1', 'the hold is on the new master');
+    await lease.extend();
+    await lease.release();
+  });
+
+  it('a failover of the slot\'s master under a held lock: the holder keeps it or is told, never silently', async (t) => {
+    const name = 'cluster:failover';
+    const keys = lockKeys('padlock', name);
+    const lease = await padlockOn({ leaseMs: 3_000 }).mutex(name).acquire();
+    const master = await cluster.nodeForKey(keys.lock);
+    const failover = await cluster.failover(master, 'kill');
+    assert.notEqual(failover.promoted, master);
+    await delay(1_500); // a renewal has run against the promoted replica
+    const outcome = await keptOrTold(lease, name);
+    t.diagnostic(`the hold was ${outcome} (failover took ${failover.ms} ms)`);
+    if (outcome === 'kept') await lease.release();
+    await cluster.revive(master);
+  });
+});
