@@ -15,6 +15,7 @@ import { Runtime } from './runtime.js';
 import type { Shared } from './shared.js';
 import { Subscriber } from './subscriber.js';
 import { SingleServer } from './topology/single-server.js';
+import { renewTogether } from './renewals.js';
 import { Watchdog } from './watchdog.js';
 
 /**
@@ -63,9 +64,9 @@ export class Padlock extends EventEmitter<PadlockEvents> {
     const topology = new SingleServer(fromIoredis(resolved.redis), resolved.replyTimeoutMs, resolved.replicas);
     const subscriber = new Subscriber(() => topology.openSubscriber(), reportError);
     const watchdog = new Watchdog({
-      // A group holds only holds of one family (one renew script) whose keys one call can reach.
-      renew: (holds) => topology.run(holds[0]!.lock.renewCall(holds)),
-      groupOf: (hold) => `${hold.lock.family}\n${topology.groupOf(hold.keys.lock)}`,
+      // A group holds only holds of one family (one renew script) on one node: one round trip.
+      renew: (holds) => renewTogether(topology, holds, reportError),
+      groupOf: (hold) => `${hold.lock.family}\n${topology.nodeOf(hold.keys.lock)}`,
       renewed: (hold) => emit('extended', holdEvent(hold)),
       lost: (hold, reason) => runtime.lost(hold, reason),
       failed: reportError,
@@ -105,3 +106,4 @@ export class Padlock extends EventEmitter<PadlockEvents> {
     return this.shared.runtime.close();
   }
 }
+

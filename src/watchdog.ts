@@ -8,9 +8,12 @@ import type { Hold } from './hold.js';
 
 /** What the watchdog needs from its Padlock. */
 export interface WatchdogHost {
-  /** Renews `holds` (all in one group) in one call; resolves with each one's remaining lease (0: not held). */
-  renew(holds: readonly Hold[]): Promise<readonly number[]>;
-  /** Which call a hold's key can share (one per server, or per Cluster slot). */
+  /**
+   * Renews `holds` (all in one group) in one round trip; resolves with each one's remaining lease
+   * (0: not held; `undefined`: not renewed this time, to be retried).
+   */
+  renew(holds: readonly Hold[]): Promise<readonly (number | undefined)[]>;
+  /** Which round trip a hold's renewal can share (one per server, or per Cluster node). */
   groupOf(hold: Hold): string;
   /** The hold was renewed. */
   renewed(hold: Hold): void;
@@ -106,7 +109,7 @@ export class Watchdog {
   }
 
   async #renew(holds: readonly Hold[], sentAt: number): Promise<void> {
-    let remaining: readonly number[] | undefined;
+    let remaining: readonly (number | undefined)[] | undefined;
     let failure: unknown;
     try {
       remaining = await this.host.renew(holds);

@@ -7,6 +7,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { lockKeys, scriptKeys } from '../src/keys.js';
+import { renewScript } from '../src/scripts/index.js';
 import { keySlot } from '../src/redis/slot.js';
 import { LockLostError, Padlock, type Lease } from '../src/index.js';
 import type { PadlockOptions } from '../src/options.js';
@@ -62,6 +63,51 @@ describe('padlock on a Redis Cluster', () => {
     const lease = await waiting;
     assert.ok(lease.fence > holder.fence);
     await lease.release();
+  });
+
+  it('renews many holds in one round trip per node, not one per lock or per slot', async () => {
+    const client = cluster.client();
+    const padlock = new Padlock({ redis: client, leaseMs: 600 });
+    padlocks.push(padlock);
+    // Count, at the client, each round trip that carries renewals and how many scripts it carries.
+    const renewSha = renewScript.sha;
+    let trips = 0;
+    let scripts = 0;
+    const pipeline = client.pipeline.bind(client);
+    client.pipeline = (...args: Parameters<typeof client.pipeline>) => {
+      const batch = pipeline(...args);
+      const exec = batch.exec.bind(batch);
+      batch.exec = (...execArgs: Parameters<typeof batch.exec>) => {
+        const renewals = batch.length; // padlock pipelines only renewals on a Cluster
+        if (renewals > 0) {
+          trips++;
+          scripts += renewals;
+        }
+        return exec(...execArgs);
+      };
+      return batch;
+    };
+    const evalsha = client.evalsha.bind(client) as (...args: unknown[]) => Promise<unknown>;
+    (client as unknown as { evalsha: (...args: unknown[]) => Promise<unknown> }).evalsha = (...args) => {
+      if (args[0] === renewSha) {
+        trips++;
+        scripts++;
+      }
+      return evalsha(...args);
+    };
+    const names = Array.from({ length: 30 }, (_, i) => `cluster:renew:${i}`);
+    const slots = new Set(names.map((n) => keySlot(lockKeys('padlock', n).lock)));
+    const leases = await Promise.all(names.map((n) => padlock.mutex(n).acquire()));
+    // The first tick loads the renew script on each node (NOSCRIPT, then EVAL, call by call): count after it.
+    await delay(300);
+    trips = 0;
+    scripts = 0;
+    await delay(1_000); // several renewal ticks
+    assert.ok(leases.every((l) => l.isHeld), 'every hold was renewed');
+    assert.ok(trips > 0, 'renewals ran');
+    // 30 holds in ~30 slots on 3 masters: one trip per node carries ~10 scripts (one per slot).
+    assert.ok(scripts >= 5 * trips, `${scripts} renew scripts in ${trips} round trips (${slots.size} slots on 3 nodes)`);
+    await Promise.all(leases.map((l) => l.release()));
   });
 
   it('a slot migration under a held lock: the holder keeps it, renews it on the new master, and nobody else gets it', async () => {

@@ -3,6 +3,7 @@
  * A second client library would arrive as another small adapter producing these interfaces.
  */
 import type { Cluster, Redis } from 'ioredis';
+import { keySlot } from './slot.js';
 
 /** A script argument as sent on the wire. */
 export type Arg = string | number;
@@ -23,6 +24,13 @@ export interface CommandConnection {
   evalshaThenWait(sha: string, keys: readonly string[], args: readonly Arg[], wait: WaitFor): Promise<readonly [unknown, number]>;
   /** `EVAL`, then `WAIT`, pipelined. */
   evalThenWait(source: string, keys: readonly string[], args: readonly Arg[], wait: WaitFor): Promise<readonly [unknown, number]>;
+  /**
+   * Several `EVALSHA`s in one round trip (their keys all served by one node): each one's reply or
+   * error, in order.
+   */
+  evalshaMany(calls: readonly EvalshaCall[]): Promise<readonly Settled[]>;
+  /** The node that serves `key`, as the client knows it (`host:port` of its master in a Cluster; `''` otherwise). */
+  nodeOf(key: string): string;
   /** Opens a second connection to the same server(s) for pub/sub; the caller closes it. */
   openSubscriber(): SubscriberConnection;
   /** True for a Redis Cluster: a multi-key script call must stay within one slot. */
@@ -30,6 +38,16 @@ export interface CommandConnection {
   /** The client's connection state, in its own words (ioredis: `ready`, `reconnecting`, …), for error messages. */
   readonly status: string;
 }
+
+/** One `EVALSHA` of a pipeline. */
+export interface EvalshaCall {
+  readonly sha: string;
+  readonly keys: readonly string[];
+  readonly args: readonly Arg[];
+}
+
+/** One pipelined command's outcome. */
+export type Settled = { readonly error: null; readonly reply: unknown } | { readonly error: Error; readonly reply?: undefined };
 
 /** A connection in subscriber mode. */
 export interface SubscriberConnection {
@@ -68,6 +86,18 @@ export function fromIoredis(client: Redis | Cluster): CommandConnection {
     eval: (source, keys, args) => commands.eval(source, keys.length, ...keys, ...args),
     evalshaThenWait: (sha, keys, args, wait) => thenWait(commands.pipeline().evalsha(sha, keys.length, ...keys, ...args), wait),
     evalThenWait: (source, keys, args, wait) => thenWait(commands.pipeline().eval(source, keys.length, ...keys, ...args), wait),
+    evalshaMany: async (calls) => {
+      const pipeline = commands.pipeline();
+      for (const { sha, keys, args } of calls) pipeline.evalsha(sha, keys.length, ...keys, ...args);
+      const results = (await pipeline.exec()) ?? [];
+      return calls.map((_, i): Settled => {
+        const [error, reply] = results[i] ?? [new Error('the pipelined call was discarded'), undefined];
+        return error === null ? { error, reply } : { error };
+      });
+    },
+    // ioredis keeps the slot map it follows (slot → [master, ...replicas]); a stale entry only
+    // sends a batch to a node that redirects it, which the client follows.
+    nodeOf: (key) => ('slots' in client ? (client.slots[keySlot(key)]?.[0] ?? '') : ''),
     openSubscriber: () => subscriberFromIoredis(client.duplicate()),
     isCluster: 'isCluster' in client && client.isCluster === true,
     get status() {

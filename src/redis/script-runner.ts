@@ -4,8 +4,8 @@
  * long padlock waits for them is its topology's business (src/topology/).
  */
 import { createHash } from 'node:crypto';
-import { RedisCommandError, RedisUnavailableError } from '../errors.js';
-import type { Arg, CommandConnection, WaitFor } from './connection.js';
+import { PadlockError, RedisCommandError, RedisUnavailableError } from '../errors.js';
+import type { Arg, CommandConnection, Settled, WaitFor } from './connection.js';
 
 /** A script and how to read its reply. */
 export interface Script<Result> {
@@ -60,6 +60,32 @@ export class ScriptRunner {
     );
   }
 
+  /**
+   * Several script calls in one round trip (their keys all on one node): each one's result or typed
+   * error, in order. A call the server answers NOSCRIPT is sent again alone, by EVAL.
+   */
+  async sendMany<Result>(calls: readonly ScriptSend<Result>[]): Promise<PromiseSettledResult<Result>[]> {
+    let settled: readonly Settled[];
+    try {
+      settled = await this.connection.evalshaMany(calls.map(({ script, keys, args }) => ({ sha: script.sha, keys, args })));
+    } catch (error) {
+      return calls.map(({ lock }) => ({ status: 'rejected', reason: wrap(error, lock) }));
+    }
+    return Promise.all(
+      calls.map(async ({ script, keys, args, lock }, i): Promise<PromiseSettledResult<Result>> => {
+        const outcome = settled[i];
+        try {
+          if (outcome === undefined) throw new Error('the pipelined call was discarded');
+          if (outcome.error === null) return { status: 'fulfilled', value: parsed(script, outcome.reply, lock) };
+          if (isNoScript(outcome.error)) return { status: 'fulfilled', value: await this.send(script, keys, args, lock) };
+          throw wrap(outcome.error, lock);
+        } catch (error) {
+          return { status: 'rejected', reason: error instanceof PadlockError ? error : wrap(error, lock) };
+        }
+      }),
+    );
+  }
+
   /** EVALSHA, with the one EVAL fallback on NOSCRIPT; checks the reply. */
   async #send<Result>(
     script: Script<Result>,
@@ -71,19 +97,37 @@ export class ScriptRunner {
     try {
       reply = await bySha(script.sha);
     } catch (error) {
-      if (!(isReplyError(error) && /NOSCRIPT/.test((error as Error).message))) throw wrap(error, lock);
+      if (!isNoScript(error)) throw wrap(error, lock);
       try {
         reply = await bySource(script.source);
       } catch (retryError) {
         throw wrap(retryError, lock);
       }
     }
-    try {
-      return [script.parse(reply[0]), reply[1]];
-    } catch (error) {
-      // Only data padlock did not write (a foreign or corrupted key) can make a script answer so.
-      throw new RedisCommandError(lock, error);
-    }
+    return [parsed(script, reply[0], lock), reply[1]];
+  }
+}
+
+/** What one call of {@link ScriptRunner.sendMany} sends. */
+export interface ScriptSend<Result> {
+  readonly script: Script<Result>;
+  readonly keys: readonly string[];
+  readonly args: readonly Arg[];
+  readonly lock: string | undefined;
+}
+
+/** The server does not have the script cached (a restart, SCRIPT FLUSH): send its source. */
+function isNoScript(error: unknown): boolean {
+  return isReplyError(error) && /NOSCRIPT/.test((error as Error).message);
+}
+
+/** Checks a script's reply and types it. */
+function parsed<Result>(script: Script<Result>, reply: unknown, lock: string | undefined): Result {
+  try {
+    return script.parse(reply);
+  } catch (error) {
+    // Only data padlock did not write (a foreign or corrupted key) can make a script answer so.
+    throw new RedisCommandError(lock, error);
   }
 }
 

@@ -63,6 +63,20 @@ export class SingleServer implements Topology {
     return this.#connection.isCluster ? String(keySlot(key)) : '';
   }
 
+  nodeOf(key: string): string {
+    return this.#connection.nodeOf(key);
+  }
+
+  runMany<Result>(calls: readonly ScriptCall<Result>[]): Promise<PromiseSettledResult<Result>[]> {
+    // One call, or calls that must each be acknowledged: as they are. Else one pipeline.
+    if (calls.length <= 1 || this.#replicas !== undefined) return Promise.allSettled(calls.map((call) => this.run(call)));
+    const ms = this.replyTimeoutMs;
+    const sent = this.#runner.sendMany(calls);
+    return bound(sent, { ms, timeout: () => this.noReply(undefined, ms) }).catch((error: unknown) =>
+      calls.map((): PromiseSettledResult<Result> => ({ status: 'rejected', reason: error })),
+    );
+  }
+
   openSubscriber(): SubscriberConnection {
     return this.#connection.openSubscriber();
   }

@@ -65,8 +65,15 @@ export interface Topology {
   send<Result>(call: ScriptCall<Result>): Promise<Result>;
   /** The error for a call with no reply within `ms`. */
   noReply(lock: string | undefined, ms: number): RedisUnavailableError;
-  /** Which calls may share a round trip: keys with the same group can go in one script call. */
+  /** Which keys one script call may touch together: keys with the same group (one Cluster slot). */
   groupOf(key: string): string;
+  /** Which calls may share a round trip: calls whose keys have the same node (a Cluster master). */
+  nodeOf(key: string): string;
+  /**
+   * Runs `calls`, whose keys share one node, in as few round trips as it can (one), bounded like
+   * {@link run}; each one's result or error, in order. For the watchdog's renewals.
+   */
+  runMany<Result>(calls: readonly ScriptCall<Result>[]): Promise<PromiseSettledResult<Result>[]>;
   /** Opens the Padlock's one pub/sub connection; the caller closes it. */
   openSubscriber(): SubscriberConnection;
 }

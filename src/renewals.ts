@@ -1,0 +1,26 @@
+/** How the watchdog's due holds become as few round trips as the topology allows. */
+import type { Hold } from './hold.js';
+import type { Topology } from './topology/topology.js';
+
+/**
+ * Renews holds of one family on one node in one round trip: one script call per group of keys the
+ * topology lets one call touch (one Cluster slot), pipelined. Resolves with each hold's remaining
+ * lease in order (`undefined` where its call failed, reported once per failed call).
+ */
+export async function renewTogether(topology: Topology, holds: readonly Hold[], report: (error: unknown) => void): Promise<(number | undefined)[]> {
+  const groups = new Map<string, Hold[]>();
+  for (const hold of holds) {
+    const group = topology.groupOf(hold.keys.lock);
+    const list = groups.get(group);
+    if (list === undefined) groups.set(group, [hold]);
+    else list.push(hold);
+  }
+  const batches = [...groups.values()];
+  const outcomes = await topology.runMany(batches.map((batch) => batch[0]!.lock.renewCall(batch)));
+  const remaining = new Map<Hold, number | undefined>();
+  outcomes.forEach((outcome, i) => {
+    if (outcome.status === 'rejected') report(outcome.reason);
+    batches[i]!.forEach((hold, j) => remaining.set(hold, outcome.status === 'fulfilled' ? outcome.value[j] : undefined));
+  });
+  return holds.map((hold) => remaining.get(hold));
+}
