@@ -4,7 +4,7 @@
  */
 import { after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import { startRedisServer, type RedisServer, type RedisServerOptions } from '../../src/devserver/redis-server.js';
 import { Padlock } from '../../src/index.js';
 import type { PadlockOptions } from '../../src/options.js';
@@ -84,8 +84,8 @@ export function activeResources(): Map<string, number> {
 /**
  * Runs one call of a lock protocol on `client` by EVAL, as padlock would send it (another client
  * of the same protocol, say), and reads its reply as padlock does. Sending the same call twice is a
- * resend: same request id.
+ * resend: same request id. On a `Cluster` client the call goes to its keys' slot.
  */
-export async function runCall<R>(client: Redis, call: ScriptCall<R>): Promise<R> {
+export async function runCall<R>(client: Redis | Cluster, call: ScriptCall<R>): Promise<R> {
   return call.script.parse(await client.eval(call.script.source, call.keys.length, ...call.keys, ...call.args));
 }
