@@ -11,7 +11,7 @@ import { renewScript } from '../src/scripts/index.js';
 import { keySlot } from '../src/redis/slot.js';
 import { LockLostError, Padlock, type Lease } from '../src/index.js';
 import type { PadlockOptions } from '../src/options.js';
-import { command, startCluster, type RedisCluster } from './harness/topologies.js';
+import { command, info, startCluster, type RedisCluster } from './harness/topologies.js';
 import { delay } from './harness/redis.js';
 import { probeWakes } from './harness/probes.js';
 
@@ -48,7 +48,7 @@ async function keptOrTold(lease: Lease, name: string): Promise<'kept' | 'told'> 
 }
 
 describe('padlock on a Redis Cluster', () => {
-  it('keeps every key of a lock in one slot, and a release reaches a waiter through the cluster', async () => {
+  it('keeps every key of a lock in one slot, and a release reaches a waiter on the slot\'s shard alone (sharded pub/sub)', async () => {
     const keys = lockKeys('padlock', 'cluster:basic');
     const slots = new Set(scriptKeys(keys).map(keySlot));
     assert.equal(slots.size, 1, 'one slot');
@@ -63,6 +63,12 @@ describe('padlock on a Redis Cluster', () => {
     const lease = await waiting;
     assert.ok(lease.fence > holder.fence);
     await lease.release();
+    // The handoff went out by SPUBLISH on the lock's own master; nothing was broadcast by PUBLISH.
+    const master = await cluster.nodeForKey(keys.lock);
+    const calls = async (node: Parameters<typeof info>[0], command: string): Promise<number> =>
+      Number(/calls=(\d+)/.exec((await info(node, 'commandstats')).get(`cmdstat_${command}`) ?? '')?.[1] ?? 0);
+    assert.ok((await calls(master, 'spublish')) > 0, 'SPUBLISH on the slot\'s master');
+    for (const node of await cluster.masters()) assert.equal(await calls(node, 'publish'), 0, 'no classic PUBLISH anywhere');
   });
 
   it('renews many holds in one round trip per node, not one per lock or per slot', async () => {

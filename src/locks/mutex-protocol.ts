@@ -44,7 +44,14 @@ export class MutexProtocol {
     readonly kind: MutexKind,
     /** The Padlock's id: its waiters' channel carries it. */
     readonly clientId: string,
+    /** Whether the lock's channels are sharded (SPUBLISH/SSUBSCRIBE: a Cluster) or classic. */
+    readonly sharded = false,
   ) {}
+
+  /** The command the scripts publish with. */
+  get #publish(): 'SPUBLISH' | 'PUBLISH' {
+    return this.sharded ? 'SPUBLISH' : 'PUBLISH';
+  }
 
   /** The channel on which this Padlock's waiters of this lock are woken or handed the lock. */
   get waiterChannel(): string {
@@ -76,17 +83,17 @@ export class MutexProtocol {
 
   /** Releases `count` holds of `owner`; the last one frees the lock and gives the turn to the queue. */
   release(owner: string, count: number): ScriptCall<ReleaseReply> {
-    return { script: releaseScript, keys: scriptKeys(this.keys), args: [owner, count, newRequestId(), this.keys.released, TOMBSTONE_MS], lock: this.keys.name };
+    return { script: releaseScript, keys: scriptKeys(this.keys), args: [owner, count, newRequestId(), this.keys.released, TOMBSTONE_MS, this.#publish], lock: this.keys.name };
   }
 
   /** Takes a waiter that gave up out of the queue, passing on a turn it was given. Idempotent. */
   leave(owner: string): ScriptCall<boolean> {
-    return { script: leaveScript, keys: scriptKeys(this.keys), args: [owner, this.keys.released, TOMBSTONE_MS], lock: this.keys.name };
+    return { script: leaveScript, keys: scriptKeys(this.keys), args: [owner, this.keys.released, TOMBSTONE_MS, this.#publish], lock: this.keys.name };
   }
 
   /** Deletes the lock whoever holds it and gives the turn to the queue. */
   forceRelease(): ScriptCall<boolean> {
-    return { script: forceReleaseScript, keys: scriptKeys(this.keys), args: [this.keys.released, TOMBSTONE_MS], lock: this.keys.name };
+    return { script: forceReleaseScript, keys: scriptKeys(this.keys), args: [this.keys.released, TOMBSTONE_MS, this.#publish], lock: this.keys.name };
   }
 
   /** Reads the lock's holders, fence and remaining lease. */

@@ -28,7 +28,7 @@ export class Mutex extends Lock {
 
   constructor(shared: Shared, name: string, kind: MutexKind = 'mutex') {
     super(shared, name);
-    this.protocol = new MutexProtocol(this.keys, kind, shared.clientId);
+    this.protocol = new MutexProtocol(this.keys, kind, shared.clientId, shared.topology.shardedPubSub);
   }
 
   renewCall(holds: readonly Hold[], ms?: number): ScriptCall<number[]> {

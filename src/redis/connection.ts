@@ -98,8 +98,11 @@ export function fromIoredis(client: Redis | Cluster): CommandConnection {
     // ioredis keeps the slot map it follows (slot → [master, ...replicas]); a stale entry only
     // sends a batch to a node that redirects it, which the client follows.
     nodeOf: (key) => ('slots' in client ? (client.slots[keySlot(key)]?.[0] ?? '') : ''),
-    openSubscriber: () => subscriberFromIoredis(client.duplicate()),
-    isCluster: 'isCluster' in client && client.isCluster === true,
+    // A Cluster's waiters use sharded pub/sub: each lock's channels live on its slot's shard, so a
+    // release is not broadcast to every node. ioredis must be told to route SSUBSCRIBE by slot.
+    openSubscriber: () =>
+      isCluster(client) ? shardedSubscriber(client.duplicate([], { shardedSubscribers: true })) : subscriberFromIoredis(client.duplicate()),
+    isCluster: isCluster(client),
     get status() {
       return client.status;
     },
@@ -114,6 +117,20 @@ async function thenWait(pipeline: IoredisPipeline, { replicas, timeoutMs }: Wait
   if (script[0] !== null) throw script[0];
   if (wait[0] !== null) throw wait[0];
   return [script[1], Number(wait[1])];
+}
+
+function isCluster(client: Redis | Cluster): client is Cluster {
+  return 'isCluster' in client && client.isCluster === true;
+}
+
+/** A Cluster client in sharded pub/sub: SSUBSCRIBE, SUNSUBSCRIBE, `smessage`. */
+function shardedSubscriber(client: Cluster): SubscriberConnection {
+  return {
+    ...subscriberFromIoredis(client),
+    subscribe: (channel) => client.ssubscribe(channel),
+    unsubscribe: (channel) => client.sunsubscribe(channel),
+    onMessage: (listener) => void client.on('smessage', listener),
+  };
 }
 
 function subscriberFromIoredis(client: Redis | Cluster): SubscriberConnection {

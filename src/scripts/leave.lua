@@ -6,6 +6,7 @@
   live waiter again.
   KEYS[1] lock hash   KEYS[2] fence counter   KEYS[3] queue list   KEYS[4] waiters hash
   ARGV[1] owner token  ARGV[2] release channel  ARGV[3] tombstone ms
+  ARGV[4] 'SPUBLISH' (a Cluster: sharded pub/sub) or 'PUBLISH'
   Returns 1 when ARGV[1] held the lock and it was passed on, else 0.
 ]]
 local lock, owner = KEYS[1], ARGV[1]
@@ -14,11 +15,11 @@ if redis.call('HDEL', KEYS[4], owner) == 1 then
 end
 if redis.call('HEXISTS', lock, owner) == 1 then
   redis.call('HDEL', lock, owner, ':fence')
-  free_lock(lock, KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3])
+  free_lock(lock, KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3], publish_command(ARGV[4]))
   return 1
 end
 if redis.call('HEXISTS', lock, ':fence') == 0 then
   -- The lock is free: this waiter may have been woken for it. Wake the next one in its place.
-  hand_off(lock, KEYS[2], KEYS[3], KEYS[4], ARGV[2])
+  hand_off(lock, KEYS[2], KEYS[3], KEYS[4], ARGV[2], publish_command(ARGV[4]))
 end
 return 0

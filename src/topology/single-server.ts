@@ -20,6 +20,7 @@ export class SingleServer implements Topology {
   readonly description: string;
   readonly extraReplyMs: number;
   readonly confirmsGrants: boolean;
+  readonly shardedPubSub: boolean;
   readonly #connection: CommandConnection;
   readonly #runner: ScriptRunner;
   readonly #replicas: ReplicaOptions | undefined;
@@ -30,6 +31,7 @@ export class SingleServer implements Topology {
     this.#replicas = replicas;
     this.extraReplyMs = replicas?.timeoutMs ?? 0;
     this.confirmsGrants = replicas !== undefined;
+    this.shardedPubSub = connection.isCluster;
     const where = connection.isCluster ? 'a Redis Cluster' : 'a single Redis server';
     this.description = replicas === undefined ? where : `${where} with ${replicas.min} replica acknowledgement(s)`;
   }

@@ -55,6 +55,8 @@ export interface Topology {
    * word.
    */
   readonly confirmsGrants: boolean;
+  /** Whether a lock's channels are sharded (SPUBLISH/SSUBSCRIBE, on a Cluster) rather than classic. */
+  readonly shardedPubSub: boolean;
   /**
    * Runs `call` where its keys live; rejects with `RedisUnavailableError` if no answer comes within
    * `replyTimeoutMs`. Only for calls whose late success does no harm (release, renewal, a read,

@@ -24,8 +24,8 @@ function scriptCommands(): string[] {
   return [...commands].sort();
 }
 
-/** Every command padlock sends itself, and every command its scripts call. */
-const PADLOCK_COMMANDS = ['evalsha', 'eval', 'subscribe', 'unsubscribe', ...scriptCommands()];
+/** Every command padlock sends itself, and every command its scripts call (PUBLISH by name: the scripts take it as an argument). */
+const PADLOCK_COMMANDS = ['evalsha', 'eval', 'subscribe', 'unsubscribe', 'publish', ...scriptCommands()];
 
 /** A refusal must come back well within this (a time-out would take the wait, or ioredis's ~10 s of retries). */
 const QUICK_MS = 2_000;
