@@ -75,6 +75,9 @@ export class Mutex extends Lock {
     // Set before the first call that may queue this waiter is sent, not when its reply comes: a wait
     // that ends while that call is in flight must still leave the queue, or it leaves a ghost there.
     let queued = false;
+    // Aborted when this wait ends in failure, before the leave is sent: an attempt still in flight
+    // must not be re-sent after the leave (a NOSCRIPT fallback would queue the waiter again).
+    const gaveUp = new AbortController();
     const abandon = (late: AcquireReply): void => {
       if (late.status === 'acquired') this.giveBack(owner, late.holdCount);
     };
@@ -90,7 +93,7 @@ export class Mutex extends Lock {
           queued = true;
         }
         const sentAt = monotonicNow();
-        const reply: AcquireReply = await scope.race(topology.send(this.protocol.attempt(owner, options.leaseMs, mode, heartbeatMs)), abandon);
+        const reply: AcquireReply = await scope.race(topology.send(this.protocol.attempt(owner, options.leaseMs, mode, heartbeatMs), gaveUp.signal), abandon);
         if (reply.status === 'acquired') return { ...reply, sentAt };
         if (scope.waitMs === 0 || reply.status === 'not-held') throw scope.timeout();
         if (mode === 'try') {
@@ -112,6 +115,7 @@ export class Mutex extends Lock {
     } catch (error) {
       // The caller is told at once; leaving runs on (after any call still in flight, on the same
       // connection) and close() waits for it.
+      gaveUp.abort();
       if (queued) this.#leave(owner);
       throw error;
     } finally {

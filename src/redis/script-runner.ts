@@ -41,22 +41,29 @@ export class ScriptRunner {
 
   /**
    * Runs `script` with no time limit of padlock's own: the caller bounds it (an acquire attempt,
-   * whose late grant must reach the code that gives it back, never be dropped).
+   * whose late grant must reach the code that gives it back, never be dropped). Once `gaveUp` is
+   * aborted, a NOSCRIPT answer is not followed by the EVAL fallback: the caller has moved on (and
+   * may have sent a call, such as leaving a queue, that the late re-send would undo).
    */
-  async send<Result>(script: Script<Result>, keys: readonly string[], args: readonly Arg[], lock?: string): Promise<Result> {
-    const [reply] = await this.#send(script, lock, (sha) => this.connection.evalsha(sha, keys, args).then((r) => [r, 0] as const), (source) =>
-      this.connection.eval(source, keys, args).then((r) => [r, 0] as const),
+  async send<Result>(script: Script<Result>, keys: readonly string[], args: readonly Arg[], lock?: string, gaveUp?: AbortSignal): Promise<Result> {
+    const [reply] = await this.#send(
+      script,
+      lock,
+      (sha) => this.connection.evalsha(sha, keys, args).then((r) => [r, 0] as const),
+      (source) => this.connection.eval(source, keys, args).then((r) => [r, 0] as const),
+      gaveUp,
     );
     return reply;
   }
 
   /** As {@link send}, followed in the same round trip by `WAIT`: the reply and how many replicas acknowledged. */
-  sendThenWait<Result>(script: Script<Result>, keys: readonly string[], args: readonly Arg[], lock: string | undefined, wait: WaitFor): Promise<readonly [Result, number]> {
+  sendThenWait<Result>(script: Script<Result>, keys: readonly string[], args: readonly Arg[], lock: string | undefined, wait: WaitFor, gaveUp?: AbortSignal): Promise<readonly [Result, number]> {
     return this.#send(
       script,
       lock,
       (sha) => this.connection.evalshaThenWait(sha, keys, args, wait),
       (source) => this.connection.evalThenWait(source, keys, args, wait),
+      gaveUp,
     );
   }
 
@@ -92,12 +99,14 @@ export class ScriptRunner {
     lock: string | undefined,
     bySha: (sha: string) => Promise<readonly [unknown, number]>,
     bySource: (source: string) => Promise<readonly [unknown, number]>,
+    gaveUp?: AbortSignal,
   ): Promise<readonly [Result, number]> {
     let reply: readonly [unknown, number];
     try {
       reply = await bySha(script.sha);
     } catch (error) {
       if (!isNoScript(error)) throw wrap(error, lock);
+      if (gaveUp?.aborted === true) throw wrap(error, lock);
       try {
         reply = await bySource(script.source);
       } catch (retryError) {

@@ -42,15 +42,16 @@ export class SingleServer implements Topology {
     return bound(this.send(call), { ms, timeout: () => this.noReply(call.lock, ms) });
   }
 
-  send<Result>(call: ScriptCall<Result>): Promise<Result> {
+  send<Result>(call: ScriptCall<Result>, gaveUp?: AbortSignal): Promise<Result> {
     const { script, keys, args, lock, grants } = call;
-    if (this.#replicas === undefined || grants === undefined) return this.#runner.send(script, keys, args, lock);
-    return this.#acknowledged(call, grants, this.#replicas);
+    if (this.#replicas === undefined || grants === undefined) return this.#runner.send(script, keys, args, lock, gaveUp);
+    return this.#acknowledged(call, grants, this.#replicas, gaveUp);
   }
 
-  async #acknowledged<Result>(call: ScriptCall<Result>, grants: (result: Result) => Granted | undefined, replicas: ReplicaOptions): Promise<Result> {
+  async #acknowledged<Result>(call: ScriptCall<Result>, grants: (result: Result) => Granted | undefined, replicas: ReplicaOptions, gaveUp: AbortSignal | undefined): Promise<Result> {
     const { script, keys, args, lock } = call;
-    const [result, acknowledged] = await this.#runner.sendThenWait(script, keys, args, lock, { replicas: replicas.min, timeoutMs: replicas.timeoutMs });
+    const wait = { replicas: replicas.min, timeoutMs: replicas.timeoutMs };
+    const [result, acknowledged] = await this.#runner.sendThenWait(script, keys, args, lock, wait, gaveUp);
     const granted = grants(result);
     if (granted === undefined || acknowledged >= replicas.min) return result;
     if (granted.undo !== undefined) await this.run(granted.undo).catch(() => undefined); // best effort: else the lease runs out

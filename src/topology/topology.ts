@@ -63,8 +63,11 @@ export interface Topology {
    * leaving a queue): a late reply is dropped.
    */
   run<Result>(call: ScriptCall<Result>): Promise<Result>;
-  /** Runs `call` with no time limit of its own: the caller bounds it and receives a late reply (an acquire attempt). */
-  send<Result>(call: ScriptCall<Result>): Promise<Result>;
+  /**
+   * Runs `call` with no time limit of its own: the caller bounds it and receives a late reply (an
+   * acquire attempt). Once `gaveUp` aborts, the call is never sent again (no NOSCRIPT re-send).
+   */
+  send<Result>(call: ScriptCall<Result>, gaveUp?: AbortSignal): Promise<Result>;
   /** The error for a call with no reply within `ms`. */
   noReply(lock: string | undefined, ms: number): RedisUnavailableError;
   /** Which keys one script call may touch together: keys with the same group (one Cluster slot). */

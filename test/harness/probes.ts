@@ -124,6 +124,6 @@ export function probeScripts(padlock: Padlock, hooks: ScriptProbeHooks = {}): Re
   const run = topology.run.bind(topology);
   const send = topology.send.bind(topology);
   topology.run = <R>(call: ScriptCallOf<R>): Promise<R> => observe(call, run);
-  topology.send = <R>(call: ScriptCallOf<R>): Promise<R> => observe(call, send);
+  topology.send = <R>(call: ScriptCallOf<R>, gaveUp?: AbortSignal): Promise<R> => observe(call, (c) => send(c, gaveUp));
   return counts;
 }
