@@ -2,7 +2,8 @@
  * The lock a worker drives, behind one small interface: padlock's own locks through the public
  * API, or one of the deliberately broken clients of broken-locks.ts.
  */
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+import type { ReplicaOptions } from '../../src/options.js';
 import { LockLostError, Padlock, type Lease, type Lockable } from '../../src/index.js';
 import { ClientClockLock, NoNxLock, PlainDelLock } from './broken-locks.js';
 
@@ -27,7 +28,10 @@ export interface SafetyLock {
 
 export interface LockClientOptions {
   readonly kind: LockKind;
-  readonly redis: Redis;
+  /** A client of one server, a Sentinel-managed primary, or a Cluster (padlock's kinds only). */
+  readonly redis: Redis | Cluster;
+  /** padlock's replica acknowledgement, if the run asks for it. */
+  readonly replicas?: ReplicaOptions | undefined;
   readonly name: string;
   readonly leaseMs: number;
 }
@@ -69,7 +73,7 @@ class PadlockClient implements SafetyLock {
   readonly #lock: Lockable;
 
   constructor(options: LockClientOptions) {
-    this.padlock = new Padlock({ redis: options.redis, leaseMs: options.leaseMs });
+    this.padlock = new Padlock({ redis: options.redis, leaseMs: options.leaseMs, replicas: options.replicas });
     // Renewal trouble is expected under faults; the checker judges the outcome.
     this.padlock.on('error', () => undefined);
     this.#lock = options.kind === 'fairMutex' ? fairMutex(this.padlock, options.name) : this.padlock.mutex(options.name);
@@ -90,10 +94,16 @@ export function createLockClient(options: LockClientOptions): SafetyLock {
     case 'fairMutex':
       return new PadlockClient(options);
     case 'broken-plain-del':
-      return new PlainDelLock(options.redis, options.name, options.leaseMs);
+      return new PlainDelLock(oneServer(options), options.name, options.leaseMs);
     case 'broken-no-nx':
-      return new NoNxLock(options.redis, options.name, options.leaseMs);
+      return new NoNxLock(oneServer(options), options.name, options.leaseMs);
     case 'broken-client-clock':
-      return new ClientClockLock(options.redis, options.name, options.leaseMs);
+      return new ClientClockLock(oneServer(options), options.name, options.leaseMs);
   }
+}
+
+/** The broken variants are written for one server. */
+function oneServer({ redis, kind }: LockClientOptions): Redis {
+  if ('isCluster' in redis && redis.isCluster) throw new Error(`${kind} runs on one server only`);
+  return redis as Redis;
 }

@@ -12,7 +12,8 @@ import { FencedStore, type StoreMode } from './fenced-store.js';
 import { Fleet, type WorkerExit, type WrapperFor, type WorkerHandle } from './fleet.js';
 import type { LockKind } from './lock-clients.js';
 import type { SectionRecord } from './records.js';
-import type { Endpoint, WorkerConfig } from './worker.js';
+import type { Endpoint, LockTopology, WorkerConfig } from './worker.js';
+import type { ReplicaOptions } from '../../src/options.js';
 
 export interface Servers {
   readonly lock: RedisServer;
@@ -51,6 +52,10 @@ export interface RunOptions {
   readonly configure?: (worker: number) => Partial<WorkerConfig>;
   /** Where workers reach the lock's server (e.g. through a proxy); the lock server by default. */
   readonly lockEndpoint?: Endpoint;
+  /** A Cluster or Sentinel set holding the lock instead of the lock server. */
+  readonly lockTopology?: LockTopology;
+  /** padlock's replica acknowledgement in the workers. */
+  readonly replicas?: ReplicaOptions;
   readonly storeEndpoint?: Endpoint;
   /** Runs some workers through a wrapper (e.g. inside a network namespace). */
   readonly wrap?: WrapperFor;
@@ -80,6 +85,8 @@ export async function runChecked(servers: Servers, options: RunOptions): Promise
     worker,
     kind: options.kind ?? 'mutex',
     lockServer: options.lockEndpoint ?? { host: servers.lock.host, port: servers.lock.port },
+    ...(options.lockTopology === undefined ? {} : { lockTopology: options.lockTopology }),
+    ...(options.replicas === undefined ? {} : { replicas: options.replicas }),
     storeServer: options.storeEndpoint ?? { host: servers.store.host, port: servers.store.port },
     name,
     sections: options.sections,

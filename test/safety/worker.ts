@@ -4,7 +4,8 @@
  * store. Configured by the SAFETY_WORKER environment variable (JSON of `WorkerConfig`), so it can
  * also be started through `ip netns exec`.
  */
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
+import type { ReplicaOptions } from '../../src/options.js';
 import { FencedStore } from './fenced-store.js';
 import { shiftWallClock } from './fake-clock.js';
 import { createLockClient, type HeldLock, type LockKind } from './lock-clients.js';
@@ -16,10 +17,16 @@ export interface Endpoint {
   readonly port: number;
 }
 
+/** Where the lock lives when it is not one server: a Cluster's nodes, or a Sentinel set. */
+export type LockTopology = { readonly cluster: readonly Endpoint[] } | { readonly sentinels: readonly Endpoint[]; readonly name: string };
+
 export interface WorkerConfig {
   readonly worker: number;
   readonly kind: LockKind;
+  /** The lock's server (ignored when `lockTopology` is given). */
   readonly lockServer: Endpoint;
+  readonly lockTopology?: LockTopology;
+  readonly replicas?: ReplicaOptions;
   readonly storeServer: Endpoint;
   /** Lock name, also the store's name. */
   readonly name: string;
@@ -90,11 +97,16 @@ async function main(): Promise<void> {
   });
 
   // Named, so that a test can find this worker's connections in CLIENT LIST.
-  const lockRedis = new Redis({ ...config.lockServer, connectionName: `safety-w${config.worker}` });
+  const connectionName = `safety-w${config.worker}`;
+  const where = config.lockTopology;
+  const lockRedis =
+    where === undefined ? new Redis({ ...config.lockServer, connectionName })
+    : 'cluster' in where ? new Cluster([...where.cluster], { redisOptions: { connectionName } })
+    : new Redis({ sentinels: [...where.sentinels], name: where.name, connectionName });
   const storeRedis = new Redis({ ...config.storeServer, connectionName: `safety-w${config.worker}-store` });
   lockRedis.on('error', () => undefined);
   storeRedis.on('error', () => undefined);
-  const lock = createLockClient({ kind: config.kind, redis: lockRedis, name: config.name, leaseMs: config.leaseMs });
+  const lock = createLockClient({ kind: config.kind, redis: lockRedis, name: config.name, leaseMs: config.leaseMs, replicas: config.replicas });
   const store = new FencedStore(storeRedis, config.name);
 
   const pause = async (seq: number, slot: number, report: () => SectionRecord): Promise<void> => {
