@@ -254,8 +254,8 @@ for (const factory of TOPOLOGIES) {
           const send = seam.send.bind(seam);
           let closing: Promise<void> | undefined;
           // Let the acquire script succeed, then close before its caller resumes.
-          seam.send = async <R>(call: ScriptCall<R>): Promise<R> => {
-            const reply = await send(call);
+          seam.send = async <R>(call: ScriptCall<R>, gaveUp?: AbortSignal): Promise<R> => {
+            const reply = await send(call, gaveUp);
             closing ??= p.close();
             return reply;
           };
