@@ -39,10 +39,14 @@ export class SingleServer implements Topology {
   /** As {@link send}, but rejects with `RedisUnavailableError` when no reply comes within `replyTimeoutMs` (whatever the client's own retry settings). */
   run<Result>(call: ScriptCall<Result>): Promise<Result> {
     const ms = this.replyTimeoutMs;
-    return bound(this.send(call), { ms, timeout: () => this.noReply(call.lock, ms) });
+    return bound(this.#send(call), { ms, timeout: () => this.noReply(call.lock, ms) });
   }
 
   send<Result>(call: ScriptCall<Result>, gaveUp?: AbortSignal): Promise<Result> {
+    return this.#send(call, gaveUp);
+  }
+
+  #send<Result>(call: ScriptCall<Result>, gaveUp?: AbortSignal): Promise<Result> {
     const { script, keys, args, lock, grants } = call;
     if (this.#replicas === undefined || grants === undefined) return this.#runner.send(script, keys, args, lock, gaveUp);
     return this.#acknowledged(call, grants, this.#replicas, gaveUp);
