@@ -23,10 +23,12 @@ const PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
  */
 export interface PadlockOptions {
   /**
-   * The ioredis client to use: a `Redis` connected to one server, or a `Cluster`.
-   * padlock never closes it; `padlock.close()` closes only the connections padlock opened itself.
+   * The ioredis client to use: a `Redis` connected to one server (or in Sentinel mode), a `Cluster`,
+   * or an array of 3 or more `Redis` clients of independent masters (Redlock: a lock needs a
+   * majority of them). padlock never closes them; `padlock.close()` closes only the connections
+   * padlock opened itself.
    */
-  redis: Redis | Cluster;
+  redis: Redis | Cluster | readonly Redis[];
   /**
    * Prefix of every key and channel: 1–64 characters of `A–Z a–z 0–9 _ . : -`.
    * @default 'padlock'
@@ -160,20 +162,43 @@ export function checkLeaseMs(option: string, value: unknown): number {
 }
 
 /** Validates `new Padlock(options)`. */
-export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions & { readonly redis: Redis | Cluster } {
+export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions & { readonly redis: Redis | Cluster | readonly Redis[] } {
   if (!isPlainObject(options)) throw new PadlockOptionError('options', 'an object with at least { redis }', options);
   rejectUnknown('options', options, ['redis', 'prefix', 'leaseMs', 'replyTimeoutMs', 'replicas']);
   const { redis, prefix = 'padlock', leaseMs = 30_000, replyTimeoutMs = 5_000, replicas } = options;
-  const expected = 'an ioredis Redis or Cluster instance';
-  if (typeof redis !== 'object' || redis === null) throw new PadlockOptionError('redis', expected, redis);
-  const missing = missingClientMembers(redis);
-  if (missing.length > 0) throw new PadlockOptionError('redis', `${expected} (this one lacks ${missing.join(', ')})`, redis);
+  const masters = Array.isArray(redis) ? checkMasters(redis as unknown[]) : undefined;
+  if (masters === undefined) checkClient('redis', redis);
   if (typeof prefix !== 'string' || !PREFIX_PATTERN.test(prefix)) {
     throw new PadlockOptionError('prefix', 'a string of 1 to 64 characters from A-Z a-z 0-9 _ . : -', prefix);
   }
   const replyTimeout = checkMs('replyTimeoutMs', replyTimeoutMs, MIN_REPLY_TIMEOUT_MS, false);
-  const client = redis as Redis | Cluster;
-  return { redis: client, prefix, leaseMs: checkLeaseMs('leaseMs', leaseMs), replyTimeoutMs: replyTimeout, replicas: checkReplicas(replicas, replyTimeout, client) };
+  if (masters !== undefined && replicas !== undefined) {
+    throw new PadlockOptionError('replicas', 'left out with Redlock (an array of masters: each lock needs a majority of them instead)', replicas);
+  }
+  const client = masters ?? (redis as Redis | Cluster);
+  const checkedReplicas = masters === undefined ? checkReplicas(replicas, replyTimeout, redis as Redis | Cluster) : undefined;
+  return { redis: client, prefix, leaseMs: checkLeaseMs('leaseMs', leaseMs), replyTimeoutMs: replyTimeout, replicas: checkedReplicas };
+}
+
+/** Checks one client: an object with everything padlock calls. */
+function checkClient(option: string, redis: unknown): void {
+  const expected = 'an ioredis Redis or Cluster instance';
+  if (typeof redis !== 'object' || redis === null) throw new PadlockOptionError(option, expected, redis);
+  const missing = missingClientMembers(redis);
+  if (missing.length > 0) throw new PadlockOptionError(option, `${expected} (this one lacks ${missing.join(', ')})`, redis);
+}
+
+/** Checks Redlock's masters: at least 3 distinct `Redis` clients (a Cluster is one store, not a master). */
+function checkMasters(redis: readonly unknown[]): readonly Redis[] {
+  if (redis.length < 3) throw new PadlockOptionError('redis', 'an array of at least 3 clients of independent masters (Redlock needs a majority to survive the loss of one)', redis);
+  redis.forEach((client, i) => {
+    checkClient(`redis[${i}]`, client);
+    if ('isCluster' in (client as object) && (client as { isCluster?: unknown }).isCluster === true) {
+      throw new PadlockOptionError(`redis[${i}]`, 'a Redis client of one master (a Cluster cannot be a Redlock master)', client);
+    }
+  });
+  if (new Set(redis).size !== redis.length) throw new PadlockOptionError('redis', 'distinct clients (the same client twice would count one master twice)', redis);
+  return redis as readonly Redis[];
 }
 
 /** Validates `replicas`: `{ min, timeoutMs }` or undefined; WAIT must fit in a reply's time. */

@@ -10,11 +10,15 @@ import type { Lockable } from './locks/lock.js';
 import { FairMutex } from './locks/fair-mutex.js';
 import { Mutex } from './locks/mutex.js';
 import { resolvePadlockOptions, type AcquireOptions, type PadlockOptions } from './options.js';
+import { PadlockOptionError } from './errors.js';
+import type { Cluster, Redis } from 'ioredis';
 import { fromIoredis } from './redis/connection.js';
 import { Runtime } from './runtime.js';
 import type { Shared } from './shared.js';
 import { Subscriber } from './subscriber.js';
+import { Redlock } from './topology/redlock.js';
 import { SingleServer } from './topology/single-server.js';
+import type { Topology } from './topology/topology.js';
 import { renewTogether } from './renewals.js';
 import { Watchdog } from './watchdog.js';
 
@@ -61,7 +65,10 @@ export class Padlock extends EventEmitter<PadlockEvents> {
       }
     };
     const reportError = (error: unknown): void => emit('error', error instanceof Error ? error : new Error(String(error)));
-    const topology = new SingleServer(fromIoredis(resolved.redis), resolved.replyTimeoutMs, resolved.replicas);
+    const { redis } = resolved;
+    const topology: Topology = isMasters(redis)
+      ? new Redlock(redis.map(fromIoredis), resolved.replyTimeoutMs)
+      : new SingleServer(fromIoredis(redis), resolved.replyTimeoutMs, resolved.replicas);
     const subscriber = new Subscriber(() => topology.openSubscriber(), reportError);
     const watchdog = new Watchdog({
       // A group holds only holds of one family (one renew script) on one node: one round trip.
@@ -89,6 +96,10 @@ export class Padlock extends EventEmitter<PadlockEvents> {
    * @param name 1 to 1 000 characters, any Unicode
    */
   fairMutex(name: string): Lockable {
+    if (this.shared.topology instanceof Redlock) {
+      // Its handoff happens inside one server's release script: N masters cannot agree on one.
+      throw new PadlockOptionError('fairMutex', `a lock kind that ${this.shared.topology.description} serves: use mutex there (a fair handoff needs one server)`, name);
+    }
     return new FairMutex(this.shared, name);
   }
 
@@ -107,3 +118,6 @@ export class Padlock extends EventEmitter<PadlockEvents> {
   }
 }
 
+function isMasters(redis: Redis | Cluster | readonly Redis[]): redis is readonly Redis[] {
+  return Array.isArray(redis);
+}

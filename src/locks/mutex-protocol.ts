@@ -66,9 +66,11 @@ export class MutexProtocol {
     const keys = scriptKeys(this.keys);
     const lock = this.keys.name;
     const grants = this.#grants(owner);
-    if (mode === 'try') return { script: acquireScript, keys, args: [owner, leaseMs, this.kind], lock, grants };
+    // The owner is fresh: releasing one hold of it where nothing was granted changes nothing.
+    const undoUnanswered = this.release(owner, 1);
+    if (mode === 'try') return { script: acquireScript, keys, args: [owner, leaseMs, this.kind], lock, grants, undoUnanswered };
     const allowance = heartbeatMs * HEARTBEATS_ALLOWED;
-    return { script: enqueueScript, keys, args: [owner, leaseMs, this.kind, this.clientId, allowance, mode === 'queue' ? 'tail' : 'head'], lock, grants };
+    return { script: enqueueScript, keys, args: [owner, leaseMs, this.kind, this.clientId, allowance, mode === 'queue' ? 'tail' : 'head'], lock, grants, undoUnanswered };
   }
 
   /** Adds one hold for an `owner` that holds the lock (`not-held` otherwise); never shortens the lease. */

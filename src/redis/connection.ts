@@ -37,6 +37,8 @@ export interface CommandConnection {
   readonly isCluster: boolean;
   /** The client's connection state, in its own words (ioredis: `ready`, `reconnecting`, …), for error messages. */
   readonly status: string;
+  /** Where it connects, for messages (`host:port`). */
+  readonly address: string;
 }
 
 /** One `EVALSHA` of a pipeline. */
@@ -103,6 +105,7 @@ export function fromIoredis(client: Redis | Cluster): CommandConnection {
     openSubscriber: () =>
       isCluster(client) ? shardedSubscriber(client.duplicate([], { shardedSubscribers: true })) : subscriberFromIoredis(client.duplicate()),
     isCluster: isCluster(client),
+    address: isCluster(client) ? 'a Redis Cluster' : `${client.options.host ?? 'localhost'}:${client.options.port ?? 6379}`,
     get status() {
       return client.status;
     },

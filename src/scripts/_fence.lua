@@ -15,3 +15,10 @@ local function next_fence(fence_key)
   redis.call('SET', fence_key, text, 'PX', FENCE_RETENTION_MS)
   return fence, text
 end
+
+-- Raises the fence key to at least `fence` (its decimal `text`), for an hour as next_fence keeps it.
+local function raise_fence(fence_key, fence, text)
+  if redis.call('INCRBY', fence_key, 0) < fence then
+    redis.call('SET', fence_key, text, 'PX', FENCE_RETENTION_MS)
+  end
+end

@@ -96,3 +96,9 @@ export const leaveScript = defineScript('leave.lua', luaSources.leave, (reply): 
   if (reply !== 0 && reply !== 1) fail('leave.lua', reply);
   return reply === 1;
 });
+
+/** Redlock: raise a fresh hold's fence to the greatest a majority gave; see raise-fence.lua. 1 when the owner holds it there. */
+export const raiseFenceScript = defineScript('raise-fence.lua', luaSources.raiseFence, (reply): boolean => {
+  if (reply !== 0 && reply !== 1) fail('raise-fence.lua', reply);
+  return reply === 1;
+});

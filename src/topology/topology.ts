@@ -30,12 +30,17 @@ export interface ScriptCall<Result> {
    * `undefined` (the default) for calls that only take holds away or read.
    */
   readonly grants?: ((result: Result) => Granted | undefined) | undefined;
+  /**
+   * For a call that may grant a hold to a fresh owner: what gives back a grant whose reply never
+   * came (a master that did not answer in time may still have granted it). Harmless where it did not.
+   */
+  readonly undoUnanswered?: Omit<ScriptCall<unknown>, 'grants' | 'undoUnanswered'> | undefined;
 }
 
 /** A call's reply granted or lengthened a hold. */
 export interface Granted {
   /** The call that gives the grant back, if it must be (a renewal needs none). */
-  readonly undo: Omit<ScriptCall<unknown>, 'grants'> | undefined;
+  readonly undo: Omit<ScriptCall<unknown>, 'grants' | 'undoUnanswered'> | undefined;
 }
 
 /** Where locks live, and how a call reaches them. */

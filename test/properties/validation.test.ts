@@ -180,6 +180,8 @@ describe('properties: validation accepts exactly what is documented', () => {
               : key === 'replyTimeoutMs' ? value === undefined || isValidMs(value, 100, false)
               : false;
             if (!ok) refused.set((PADLOCK_KEYS as readonly string[]).includes(key) ? key : `options.${key}`, value);
+            // An array is Redlock's masters: a bad element is named by its index.
+            if (key === 'redis' && Array.isArray(value)) value.forEach((element: unknown, i) => isClient(element) || refused.set(`redis[${i}]`, element));
           }
           if (!('redis' in record)) refused.set('redis', undefined);
         }

@@ -1,0 +1,230 @@
+/**
+ * Redlock: N ≥ 3 independent masters. Every call goes to all of them in parallel, each with its own
+ * time-out, and the answers add up by the call's rule:
+ * - a grant (acquire, enqueue, re-enter) needs a majority of grants whose shortest lease, less the
+ *   time the round took and a drift, is still positive; the fence then becomes the greatest any
+ *   granting master gave, written back to a majority before the grant is returned (so fences
+ *   increase across overlapping majorities). Anything short of that is undone on every master
+ *   that granted (and, for a fresh owner, on every master that did not answer);
+ * - a renewal holds where a majority renewed it; the lease is the majority's shortest;
+ * - a release, a leave and a force-release go to every master; a read (inspect) takes the majority.
+ * A master's late grant is given back when it arrives. Only the mutex family's calls are known here
+ * (its scripts name the rule); a new lock kind adds its rules, or is refused on Redlock.
+ */
+import { randomInt } from 'node:crypto';
+import { bound, driftMs, monotonicNow } from '../clock.js';
+import { QuorumError, RedisUnavailableError, type NodeOutcome } from '../errors.js';
+import type { CommandConnection, SubscriberConnection } from '../redis/connection.js';
+import { fanInSubscriber } from '../redis/fan-in-subscriber.js';
+import { ScriptRunner } from '../redis/script-runner.js';
+import {
+  acquireScript,
+  enqueueScript,
+  forceReleaseScript,
+  inspectScript,
+  leaveScript,
+  raiseFenceScript,
+  reenterScript,
+  releaseScript,
+  renewScript,
+  type AcquireReply,
+  type InspectReply,
+  type ReleaseReply,
+} from '../scripts/index.js';
+import type { ScriptCall, Topology } from './topology.js';
+
+/** A master's answer to one call. */
+type Answer<Result> =
+  | { readonly node: Master; readonly ok: true; readonly value: Result }
+  | { readonly node: Master; readonly ok: false; readonly error: unknown };
+
+interface Master {
+  readonly address: string;
+  readonly runner: ScriptRunner;
+  readonly connection: CommandConnection;
+}
+
+/** The longest a master may take to answer one call: small against a lease, as Redlock asks. */
+const NODE_TIMEOUT_MS = 1_000;
+
+export class Redlock implements Topology {
+  readonly description: string;
+  readonly extraReplyMs = 0;
+  /** A grant counts once a majority confirmed it: handoff messages are never taken at their word. */
+  readonly confirmsGrants = true;
+  readonly shardedPubSub = false;
+  /** How many masters make a majority. */
+  readonly quorum: number;
+  readonly #masters: readonly Master[];
+  readonly #nodeTimeoutMs: number;
+
+  constructor(connections: readonly CommandConnection[], readonly replyTimeoutMs: number) {
+    this.#masters = connections.map((connection) => ({ address: connection.address, runner: new ScriptRunner(connection), connection }));
+    this.quorum = Math.floor(connections.length / 2) + 1;
+    this.#nodeTimeoutMs = Math.min(NODE_TIMEOUT_MS, replyTimeoutMs);
+    this.description = `Redlock over ${connections.length} masters`;
+  }
+
+  run<Result>(call: ScriptCall<Result>): Promise<Result> {
+    const ms = this.replyTimeoutMs;
+    return bound(this.#round(call), { ms, timeout: () => this.noReply(call.lock, ms) });
+  }
+
+  send<Result>(call: ScriptCall<Result>, gaveUp?: AbortSignal): Promise<Result> {
+    return this.#round(call, gaveUp);
+  }
+
+  noReply(lock: string | undefined, ms: number): RedisUnavailableError {
+    return new RedisUnavailableError(lock, new Error(`no majority of the ${this.#masters.length} masters answered within ${Math.round(ms)} ms`));
+  }
+
+  /** One call reaches every master, so any group will do. */
+  groupOf(): string {
+    return '';
+  }
+
+  nodeOf(): string {
+    return '';
+  }
+
+  runMany<Result>(calls: readonly ScriptCall<Result>[]): Promise<PromiseSettledResult<Result>[]> {
+    return Promise.allSettled(calls.map((call) => this.run(call)));
+  }
+
+  openSubscriber(): SubscriberConnection {
+    return fanInSubscriber(this.#masters.map((m) => m.connection.openSubscriber()));
+  }
+
+  /** Sends `call` to every master at once, each bounded by the per-master time-out, and adds the answers up. */
+  async #round<Result>(call: ScriptCall<Result>, gaveUp?: AbortSignal): Promise<Result> {
+    const startedAt = monotonicNow();
+    const asked = this.#masters.map((node) => this.#ask(node, call, gaveUp));
+    // The rule is the call's script's; each branch reads the reply type that script has.
+    const script = call.script as unknown;
+    if (script === acquireScript || script === enqueueScript || script === reenterScript) {
+      // A grant needs no more answers once a majority granted: a slow master's answer only adds to the hold.
+      const enough = (got: readonly Answer<AcquireReply>[]): boolean => got.filter((a) => a.ok && a.value.status === 'acquired').length >= this.quorum;
+      const answers = await gather(asked as unknown as Promise<Answer<AcquireReply>>[], enough);
+      const reply = await this.#grant(call as unknown as ScriptCall<AcquireReply>, answers, startedAt, script !== reenterScript);
+      return reply as unknown as Result;
+    }
+    const answers = await Promise.all(asked);
+    if (script === renewScript) return this.#renew(call.lock, answers as unknown as Answer<number[]>[]) as unknown as Result;
+    if (script === releaseScript) return this.#release(call.lock, answers as unknown as Answer<ReleaseReply>[]) as unknown as Result;
+    if (script === leaveScript || script === forceReleaseScript) return this.#any(call.lock, answers as unknown as Answer<boolean>[]) as unknown as Result;
+    if (script === inspectScript) return this.#inspect(call.lock, answers as unknown as Answer<InspectReply>[]) as unknown as Result;
+    throw new TypeError(`Redlock has no rule for ${call.script.name}`);
+  }
+
+  /** One master's answer, within its time-out; a grant it makes after that is given back there. */
+  async #ask<Result>(node: Master, call: ScriptCall<Result>, gaveUp?: AbortSignal): Promise<Answer<Result>> {
+    const ms = this.#nodeTimeoutMs;
+    try {
+      const value = await bound(node.runner.send(call.script, call.keys, call.args, call.lock, gaveUp), {
+        ms,
+        timeout: () => new RedisUnavailableError(call.lock, new Error(`${node.address}: no reply within ${ms} ms`)),
+        late: (late) => this.#undo(node, call, late),
+      });
+      return { node, ok: true, value };
+    } catch (error) {
+      return { node, ok: false, error };
+    }
+  }
+
+  /** Gives back, on one master, what `reply` granted there (best effort). */
+  #undo<Result>(node: Master, call: ScriptCall<Result>, reply: Result | undefined): void {
+    const undo = reply === undefined ? call.undoUnanswered : call.grants?.(reply)?.undo;
+    if (undo === undefined) return;
+    void bound(node.runner.send(undo.script, undo.keys, undo.args, undo.lock), { ms: this.replyTimeoutMs, timeout: () => new Error('undo timed out') }).catch(() => undefined);
+  }
+
+  async #grant(call: ScriptCall<AcquireReply>, answers: readonly Answer<AcquireReply>[], startedAt: number, fresh: boolean): Promise<AcquireReply> {
+    const granted = answers.filter((a): a is Answer<AcquireReply> & { ok: true; value: { status: 'acquired'; fence: number; holdCount: number; pttl: number } } => a.ok && a.value.status === 'acquired');
+    if (granted.length >= this.quorum) {
+      const pttl = Math.min(...granted.map((a) => a.value.pttl));
+      const validity = pttl - (monotonicNow() - startedAt) - driftMs(pttl);
+      const fence = Math.max(...granted.map((a) => a.value.fence));
+      if (validity > 0 && (!fresh || (await this.#raiseFence(call, granted.map((a) => a.node), fence)))) {
+        return { status: 'acquired', fence, holdCount: Math.max(...granted.map((a) => a.value.holdCount)), pttl };
+      }
+    }
+    // No majority in time: give back every grant, and, for a fresh owner, try where no answer came.
+    for (const answer of answers) {
+      if (answer.ok) this.#undo(answer.node, call, answer.value);
+      else if (fresh) this.#undo(answer.node, call, undefined);
+    }
+    if (answers.filter((a) => a.ok).length < this.quorum) throw this.#noQuorum(call.lock, 'no majority of masters answered', answers);
+    const busy = answers.flatMap((a) => (a.ok && a.value.status === 'busy' ? [a.value.pttl] : []));
+    if (answers.filter((a) => a.ok && a.value.status === 'not-held').length >= this.quorum) return { status: 'not-held' };
+    // Held by another: sleep until its lease ends (the majority's longest), or a wake-up.
+    if (busy.length >= this.quorum) return { status: 'busy', pttl: Math.max(...busy) };
+    // A split vote (or a majority come too late): back off a random moment, so contenders part.
+    return { status: 'busy', pttl: randomInt(5, 50) };
+  }
+
+  /** Writes `fence` back to the granting masters; true when a majority took it. */
+  async #raiseFence(call: ScriptCall<AcquireReply>, masters: readonly Master[], fence: number): Promise<boolean> {
+    const [lock, fenceKey] = call.keys;
+    const owner = call.args[0];
+    if (lock === undefined || fenceKey === undefined || owner === undefined) return false;
+    const raise = { script: raiseFenceScript, keys: [lock, fenceKey], args: [owner, fence.toFixed(0)], lock: call.lock };
+    const raised = await Promise.all(masters.map(async (node) => (await this.#ask(node, raise)).ok));
+    return raised.filter(Boolean).length >= this.quorum;
+  }
+
+  #renew(lock: string | undefined, answers: readonly Answer<number[]>[]): number[] {
+    const replies = answers.flatMap((a) => (a.ok ? [a.value] : []));
+    const failed = answers.length - replies.length;
+    const size = Math.max(0, ...replies.map((r) => r.length));
+    return Array.from({ length: size }, (_, i) => {
+      const renewed = replies.map((r) => r[i] ?? 0).filter((pttl) => pttl > 0).sort((a, b) => b - a);
+      if (renewed.length >= this.quorum) return renewed[this.quorum - 1] ?? 0;
+      // Undecided while masters are silent: fail the round (the watchdog retries; the deadline stands).
+      if (renewed.length + failed >= this.quorum) throw this.#noQuorum(lock, 'no majority renewed', answers);
+      return 0;
+    });
+  }
+
+  #release(lock: string | undefined, answers: readonly Answer<ReleaseReply>[]): ReleaseReply {
+    const released = answers.flatMap((a) => (a.ok && a.value.status === 'released' ? [a.value.remaining] : []));
+    if (released.length > 0) return { status: 'released', remaining: Math.max(...released) };
+    if (answers.filter((a) => a.ok).length >= this.quorum) return { status: 'not-held' };
+    throw this.#noQuorum(lock, 'no majority answered the release', answers);
+  }
+
+  #any(lock: string | undefined, answers: readonly Answer<boolean>[]): boolean {
+    if (answers.every((a) => !a.ok)) throw this.#noQuorum(lock, 'no master answered', answers);
+    return answers.some((a) => a.ok && a.value);
+  }
+
+  #inspect(lock: string | undefined, answers: readonly Answer<InspectReply>[]): InspectReply {
+    const replies = answers.flatMap((a) => (a.ok ? [a.value] : []));
+    if (replies.length < this.quorum) throw this.#noQuorum(lock, 'no majority answered', answers);
+    const held = replies.filter((r) => r.fence > 0).sort((a, b) => b.fence - a.fence);
+    return held.length >= this.quorum && held[0] !== undefined ? held[0] : { fence: 0, pttl: -2, holders: new Map() };
+  }
+
+  #noQuorum(lock: string | undefined, why: string, answers: readonly Answer<unknown>[]): QuorumError {
+    const nodes: NodeOutcome[] = answers.map((a) =>
+      a.ok ? { node: a.node.address, outcome: outcomeOf(a.value) } : { node: a.node.address, outcome: 'error', error: a.error },
+    );
+    return new QuorumError(lock ?? '', `${why} (${this.quorum} of ${answers.length} needed): ${nodes.map((n) => `${n.node} ${n.outcome}`).join(', ')}`, nodes);
+  }
+}
+
+function outcomeOf(reply: unknown): 'acquired' | 'held' {
+  return typeof reply === 'object' && reply !== null && 'status' in reply && reply.status === 'acquired' ? 'acquired' : 'held';
+}
+
+/** The answers so far, once `enough` says so or all are in. */
+function gather<Result>(asked: readonly Promise<Answer<Result>>[], enough: (got: readonly Answer<Result>[]) => boolean): Promise<Answer<Result>[]> {
+  return new Promise((resolve) => {
+    const got: Answer<Result>[] = [];
+    for (const answer of asked) {
+      void answer.then((a) => {
+        got.push(a);
+        if (got.length === asked.length || enough(got)) resolve([...got]);
+      });
+    }
+  });
+}

@@ -1,0 +1,175 @@
+/**
+ * Redlock: `new Padlock({ redis: [m1, …, m5] })` over five independent redis-server masters on
+ * loopback. A lock needs a majority; it survives the loss of a minority, fails typed without a
+ * majority (leaving nothing behind), and its fences increase across overlapping majorities.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Redis } from 'ioredis';
+import type { RedisServer } from '../src/devserver/redis-server.js';
+import { lockKeys } from '../src/keys.js';
+import { LockLostError, Padlock, PadlockOptionError, QuorumError, type Lease } from '../src/index.js';
+import type { PadlockOptions } from '../src/options.js';
+import { connect, delay, eventually, startServers } from './harness/redis.js';
+import { probeWakes } from './harness/probes.js';
+
+let masters: RedisServer[];
+let admins: Redis[];
+const padlocks: Padlock[] = [];
+before(async () => {
+  masters = await startServers(5);
+  admins = masters.map((m) => connect(m));
+});
+after(() => Promise.all(padlocks.map((p) => p.close())));
+
+/** A Padlock over all five masters, each through a client of its own. */
+function redlock(options: Omit<PadlockOptions, 'redis'> = {}): Padlock {
+  const padlock = new Padlock({ redis: masters.map((m) => connect(m)), ...options });
+  padlocks.push(padlock);
+  return padlock;
+}
+
+/** Freezes the masters at `indexes` (SIGSTOP) while `work` runs. */
+async function frozen<T>(indexes: readonly number[], work: () => Promise<T>): Promise<T> {
+  for (const i of indexes) masters[i]!.pause();
+  try {
+    return await work();
+  } finally {
+    for (const i of indexes) masters[i]!.resume();
+  }
+}
+
+/** On which masters `owner` holds `name`. */
+async function holdersOf(name: string, owner: string, indexes = [0, 1, 2, 3, 4]): Promise<number[]> {
+  const key = lockKeys('padlock', name).lock;
+  const held = await Promise.all(indexes.map(async (i) => (await admins[i]!.hexists(key, owner)) === 1));
+  return indexes.filter((_, j) => held[j]);
+}
+
+describe('Redlock over 5 masters', () => {
+  it('takes the lock on the masters, excludes others, re-enters (by context and by owner) with the same fence, releases everywhere', async () => {
+    const padlock = redlock();
+    const other = redlock();
+    const lease = await padlock.mutex('rl:basic').acquire();
+    assert.ok(await eventually(async () => (await holdersOf('rl:basic', lease.owner)).length === 5), 'held on every master');
+    assert.equal(await other.mutex('rl:basic').tryAcquire(), null, 'held by another');
+    const inner = await padlock.mutex('rl:basic').acquire({ owner: lease.owner });
+    assert.equal(inner.fence, lease.fence);
+    assert.equal(inner.holdCount, 2);
+    await inner.release();
+    await lease.release();
+    assert.deepEqual(await holdersOf('rl:basic', lease.owner), []);
+    assert.equal(await other.mutex('rl:basic').isLocked(), false);
+    await padlock.mutex('rl:ctx').withLock(async (outer) => {
+      const nested = await padlock.mutex('rl:ctx').acquire();
+      assert.equal(nested.fence, outer.fence);
+      await nested.release();
+    });
+  });
+
+  it('a release wakes a waiter by its message (no polling)', async () => {
+    const holderSide = redlock();
+    const waiterSide = redlock();
+    const holder = await holderSide.mutex('rl:wake').acquire();
+    probeWakes(waiterSide, { messagesOnly: true });
+    const waiting = waiterSide.mutex('rl:wake').acquire({ waitMs: 10_000 });
+    await delay(100);
+    await holder.release();
+    const lease = await waiting;
+    assert.ok(lease.fence > holder.fence);
+    await lease.release();
+  });
+
+  it('two masters frozen: a lock is still taken, renewed and released by the other three', async () => {
+    const padlock = redlock({ leaseMs: 6_000 });
+    await frozen([3, 4], async () => {
+      const lease = await padlock.mutex('rl:minority').acquire();
+      assert.deepEqual(await holdersOf('rl:minority', lease.owner, [0, 1, 2]), [0, 1, 2]);
+      await lease.extend();
+      assert.equal(lease.isHeld, true);
+      await lease.release();
+      assert.deepEqual(await holdersOf('rl:minority', lease.owner, [0, 1, 2]), []);
+    });
+  });
+
+  it('three masters frozen: QuorumError saying which master said what, and no hold left on the live two', async () => {
+    const padlock = redlock();
+    let owner = '';
+    padlock.on('acquired', (event) => (owner = event.owner));
+    const error = await frozen([0, 1, 2], () => padlock.mutex('rl:majority').tryAcquire().then(() => assert.fail('granted without a majority'), (e: unknown) => e));
+    assert.ok(error instanceof QuorumError, `got ${String(error)}`);
+    assert.equal(error.code, 'QUORUM');
+    assert.equal(error.nodes.length, 5);
+    assert.equal(error.nodes.filter((n) => n.outcome === 'error').length, 3);
+    assert.equal(owner, '', 'nothing was acquired');
+    const key = lockKeys('padlock', 'rl:majority').lock;
+    assert.ok(await eventually(async () => (await admins[3]!.hexists(key, ':fence')) === 0 && (await admins[4]!.hexists(key, ':fence')) === 0), 'the live masters\' grants were undone');
+  });
+
+  it('fences increase across overlapping majorities: {1,2,3} five times, then {3,4,5}, then {1,2,4}', async () => {
+    const padlock = redlock();
+    const fences: number[] = [];
+    const once = async (): Promise<void> => {
+      const lease = await padlock.mutex('rl:fence').acquire();
+      fences.push(lease.fence);
+      await lease.release();
+    };
+    await frozen([3, 4], async () => {
+      for (let i = 0; i < 5; i++) await once();
+    });
+    await frozen([0, 1], once);
+    await frozen([2, 4], once);
+    for (let i = 1; i < fences.length; i++) assert.ok(fences[i]! > fences[i - 1]!, `fences ${fences.join(', ')}`);
+  });
+
+  it('a hold whose renewals lose the majority is lost, and its holder is told', async () => {
+    const padlock = redlock({ leaseMs: 3_000 });
+    const lease: Lease = await padlock.mutex('rl:renew').acquire();
+    await frozen([0, 1, 2], async () => {
+      const reason = await new Promise<unknown>((resolve) => lease.signal.addEventListener('abort', () => resolve(lease.signal.reason), { once: true }));
+      assert.ok(reason instanceof LockLostError, `got ${String(reason)}`);
+      assert.equal(lease.isHeld, false);
+    });
+    await lease.release().catch(() => undefined);
+  });
+
+  it('masters restarted empty at once can grant the lock twice; restarted after the lease, they cannot (the holder has been told)', async () => {
+    // At once (the danger the Redlock spec warns of): three of five forget the hold while it is held.
+    const holder = await redlock({ leaseMs: 10_000 }).mutex('rl:restart:now').acquire();
+    for (const i of [0, 1, 2]) await masters[i]!.kill();
+    for (const i of [0, 1, 2]) await masters[i]!.restart();
+    const second = await redlock().mutex('rl:restart:now').tryAcquire();
+    assert.ok(second !== null, 'a second holder got a majority of empty masters');
+    assert.equal(holder.isHeld, true, 'while the first still believes it holds the lock');
+    assert.ok(second.fence > holder.fence, 'only the fence tells the two apart');
+    await second.release();
+    await holder.release().catch(() => undefined);
+
+    // Delayed past the lease: by then the holder's renewals had no majority, and it was told.
+    const patient = await redlock({ leaseMs: 1_500 }).mutex('rl:restart:later').acquire();
+    for (const i of [0, 1, 2]) await masters[i]!.kill();
+    await new Promise<void>((resolve) => patient.signal.addEventListener('abort', () => resolve(), { once: true }));
+    for (const i of [0, 1, 2]) await masters[i]!.restart();
+    const next = await redlock().mutex('rl:restart:later').acquire({ waitMs: 10_000 });
+    assert.equal(patient.isHeld, false, 'the first holder had let go before anyone else got it');
+    await next.release();
+  });
+
+  it('refuses the fair mutex at creation, naming it and the topology; and bad master lists', () => {
+    const padlock = redlock();
+    assert.throws(() => padlock.fairMutex('rl:fair'), (e: unknown) => e instanceof PadlockOptionError && e.option === 'fairMutex' && /Redlock/.test(e.message));
+    const one = connect(masters[0]!);
+    const refused = (redis: unknown): string => {
+      try {
+        new Padlock({ redis } as PadlockOptions);
+        return 'accepted';
+      } catch (error) {
+        assert.ok(error instanceof PadlockOptionError);
+        return error.option;
+      }
+    };
+    assert.equal(refused([one, connect(masters[1]!)]), 'redis', 'two masters are not enough');
+    assert.equal(refused([one, one, connect(masters[1]!)]), 'redis', 'the same client twice');
+    assert.equal(refused([one, connect(masters[1]!), {}]), 'redis[2]');
+  });
+});
