@@ -1,5 +1,6 @@
 /**
- * Fault matrix on topologies: worker processes hold the lock on a Redis Cluster or a Sentinel set
+ * Fault matrix on topologies: worker processes hold the lock on a Redis Cluster, a Sentinel set or a
+ * Redlock set
  * (each section a fenced read-modify-write on a separate store server) while a node fails. What
  * must hold whatever happens to the lock: the protected data stays right (no lost update, no stale
  * read or write accepted, fences in order). Where the topology promises more (a failover under
@@ -7,7 +8,8 @@
  */
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, delay, startServer } from '../harness/redis.js';
+import { connect, delay, startServer, startServers } from '../harness/redis.js';
+import type { RedisServer } from '../../src/devserver/redis-server.js';
 import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from '../harness/topologies.js';
 import { lockKeys } from '../../src/keys.js';
 import { describeReport, isLive, isSafe, type SafetyReport } from './checker.js';
@@ -111,6 +113,43 @@ describe('fault matrix: Sentinel (a primary, 2 replicas, 3 sentinels)', () => {
     });
     t.diagnostic(describeReport(report));
     assert.ok(dataSafe(report), describeReport(report));
+    assert.ok(isLive(report), describeReport(report));
+  });
+});
+
+describe('fault matrix: Redlock (5 independent masters)', () => {
+  let masters: RedisServer[];
+  let lockTopology: LockTopology = { masters: [] };
+  before(async () => {
+    masters = await startServers(5);
+    lockTopology = { masters: masters.map((m) => ({ host: m.host, port: m.port })) };
+  });
+
+  it('two masters frozen mid-run: nothing overlaps, the data stays right, every section is served', async () => {
+    const { report } = await runChecked(servers, {
+      ...base, name: `redlock-minority-${process.pid}`, lockTopology,
+      during: async (fleet) => {
+        await fleet.next('section');
+        for (const m of masters.slice(0, 2)) m.pause();
+        await delay(2_500);
+        for (const m of masters.slice(0, 2)) m.resume();
+      },
+    });
+    assert.ok(isSafe(report) && isLive(report), describeReport(report));
+  });
+
+  it('three masters frozen mid-run, then back: no overlap, the data stays right, every section is served once they return', async (t) => {
+    const { report } = await runChecked(servers, {
+      ...base, name: `redlock-majority-${process.pid}`, lockTopology,
+      during: async (fleet) => {
+        await fleet.next('section');
+        for (const m of masters.slice(0, 3)) m.pause();
+        await delay(2_500);
+        for (const m of masters.slice(0, 3)) m.resume();
+      },
+    });
+    t.diagnostic(describeReport(report));
+    assert.ok(isSafe(report), describeReport(report));
     assert.ok(isLive(report), describeReport(report));
   });
 });

@@ -28,8 +28,8 @@ export interface SafetyLock {
 
 export interface LockClientOptions {
   readonly kind: LockKind;
-  /** A client of one server, a Sentinel-managed primary, or a Cluster (padlock's kinds only). */
-  readonly redis: Redis | Cluster;
+  /** A client of one server, a Sentinel-managed primary, a Cluster, or Redlock's masters (padlock's kinds only). */
+  readonly redis: Redis | Cluster | readonly Redis[];
   /** padlock's replica acknowledgement, if the run asks for it. */
   readonly replicas?: ReplicaOptions | undefined;
   readonly name: string;
@@ -104,6 +104,6 @@ export function createLockClient(options: LockClientOptions): SafetyLock {
 
 /** The broken variants are written for one server. */
 function oneServer({ redis, kind }: LockClientOptions): Redis {
-  if ('isCluster' in redis && redis.isCluster) throw new Error(`${kind} runs on one server only`);
+  if (Array.isArray(redis) || ('isCluster' in redis && redis.isCluster)) throw new Error(`${kind} runs on one server only`);
   return redis as Redis;
 }

@@ -18,7 +18,10 @@ export interface Endpoint {
 }
 
 /** Where the lock lives when it is not one server: a Cluster's nodes, or a Sentinel set. */
-export type LockTopology = { readonly cluster: readonly Endpoint[] } | { readonly sentinels: readonly Endpoint[]; readonly name: string };
+export type LockTopology =
+  | { readonly cluster: readonly Endpoint[] }
+  | { readonly sentinels: readonly Endpoint[]; readonly name: string }
+  | { readonly masters: readonly Endpoint[] };
 
 export interface WorkerConfig {
   readonly worker: number;
@@ -102,9 +105,11 @@ async function main(): Promise<void> {
   const lockRedis =
     where === undefined ? new Redis({ ...config.lockServer, connectionName })
     : 'cluster' in where ? new Cluster([...where.cluster], { redisOptions: { connectionName } })
+    : 'masters' in where ? where.masters.map((master) => new Redis({ ...master, connectionName }))
     : new Redis({ sentinels: [...where.sentinels], name: where.name, connectionName });
   const storeRedis = new Redis({ ...config.storeServer, connectionName: `safety-w${config.worker}-store` });
-  lockRedis.on('error', () => undefined);
+  const lockClients = Array.isArray(lockRedis) ? lockRedis : [lockRedis];
+  for (const client of lockClients) client.on('error', () => undefined);
   storeRedis.on('error', () => undefined);
   const lock = createLockClient({ kind: config.kind, redis: lockRedis, name: config.name, leaseMs: config.leaseMs, replicas: config.replicas });
   const store = new FencedStore(storeRedis, config.name);
@@ -194,7 +199,7 @@ async function main(): Promise<void> {
   if (config.waitForGo === true) await go;
   await Promise.all(Array.from({ length: config.slots }, (_, slot) => loop(slot)));
   await lock.close();
-  await Promise.allSettled([lockRedis.quit(), storeRedis.quit()]);
+  await Promise.allSettled([...lockClients.map((client) => client.quit()), storeRedis.quit()]);
   await send({ type: 'done', worker: config.worker });
   process.removeAllListeners('message');
   if (process.connected) process.disconnect();
