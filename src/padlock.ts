@@ -18,7 +18,7 @@ import type { Shared } from './shared.js';
 import { Subscriber } from './subscriber.js';
 import { Redlock } from './topology/redlock.js';
 import { SingleServer } from './topology/single-server.js';
-import type { Topology } from './topology/topology.js';
+import type { LockKindName, Topology } from './topology/topology.js';
 import { renewTogether } from './renewals.js';
 import { Watchdog } from './watchdog.js';
 
@@ -87,6 +87,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
    * @param name 1 to 1 000 characters, any Unicode
    */
   mutex(name: string): Lockable {
+    this.#servable('mutex', name);
     return new Mutex(this.shared, name);
   }
 
@@ -96,11 +97,14 @@ export class Padlock extends EventEmitter<PadlockEvents> {
    * @param name 1 to 1 000 characters, any Unicode
    */
   fairMutex(name: string): Lockable {
-    if (this.shared.topology instanceof Redlock) {
-      // Its handoff happens inside one server's release script: N masters cannot agree on one.
-      throw new PadlockOptionError('fairMutex', `a lock kind that ${this.shared.topology.description} serves: use mutex there (a fair handoff needs one server)`, name);
-    }
+    this.#servable('fairMutex', name);
     return new FairMutex(this.shared, name);
+  }
+
+  /** Throws `PadlockOptionError` naming the kind and the topology when the topology refuses the kind. */
+  #servable(kind: LockKindName, name: string): void {
+    const why = this.shared.topology.refuses(kind);
+    if (why !== undefined) throw new PadlockOptionError(kind, `a lock kind that ${this.shared.topology.description} can serve (${why})`, name);
   }
 
   /** Shorthand for `padlock.mutex(name).withLock(fn, options)`. */

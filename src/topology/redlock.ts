@@ -31,7 +31,7 @@ import {
   type InspectReply,
   type ReleaseReply,
 } from '../scripts/index.js';
-import type { ScriptCall, Topology } from './topology.js';
+import type { LockKindName, ScriptCall, Topology } from './topology.js';
 
 /** A master's answer to one call. */
 type Answer<Result> =
@@ -76,6 +76,11 @@ export class Redlock implements Topology {
 
   noReply(lock: string | undefined, ms: number): RedisUnavailableError {
     return new RedisUnavailableError(lock, new Error(`no majority of the ${this.#masters.length} masters answered within ${Math.round(ms)} ms`));
+  }
+
+  refuses(kind: LockKindName): string | undefined {
+    // A fair handoff happens inside one server's release script: N masters cannot agree on one waiter.
+    return kind === 'fairMutex' ? 'a fair handoff needs one server to give the lock to the next waiter: use mutex' : undefined;
   }
 
   /** One call reaches every master, so any group will do. */

@@ -70,6 +70,11 @@ export class SingleServer implements Topology {
     return this.#connection.isCluster ? String(keySlot(key)) : '';
   }
 
+  /** One server (as the client reaches it) serves every kind. */
+  refuses(): undefined {
+    return undefined;
+  }
+
   nodeOf(key: string): string {
     return this.#connection.nodeOf(key);
   }

@@ -17,6 +17,9 @@ import type { RedisUnavailableError } from '../errors.js';
 import type { Arg, SubscriberConnection } from '../redis/connection.js';
 import type { Script } from '../redis/script-runner.js';
 
+/** The lock kinds a Padlock makes, by their factory's name. */
+export type LockKindName = 'mutex' | 'fairMutex';
+
 /** One call of a lock kind's protocol: a script, the keys it touches (all in one slot) and its arguments. */
 export interface ScriptCall<Result> {
   readonly script: Script<Result>;
@@ -84,6 +87,11 @@ export interface Topology {
    * {@link run}; each one's result or error, in order. For the watchdog's renewals.
    */
   runMany<Result>(calls: readonly ScriptCall<Result>[]): Promise<PromiseSettledResult<Result>[]>;
+  /**
+   * Why this topology cannot serve lock kind `kind` soundly (the Padlock then refuses to make such a
+   * lock, naming both), or `undefined` when it can.
+   */
+  refuses(kind: LockKindName): string | undefined;
   /** Opens the Padlock's one pub/sub connection; the caller closes it. */
   openSubscriber(): SubscriberConnection;
 }
