@@ -26,7 +26,22 @@ export function fanInSubscriber(connections: readonly SubscriberConnection[]): S
       await each((c) => c.unsubscribe(channel));
     },
     onMessage: (listener) => connections.forEach((c) => c.onMessage(listener)),
-    onReady: (listener) => connections.forEach((c) => c.onReady(listener)),
+    // One first "ready" for the whole; after that, each master's reconnect (whose messages sent
+    // meanwhile are gone) is passed on, but not the other masters' first connections.
+    onReady: (listener) => {
+      let announced = false;
+      for (const c of connections) {
+        let connected = false;
+        c.onReady(() => {
+          if (!connected) {
+            connected = true;
+            if (announced) return;
+            announced = true;
+          }
+          listener();
+        });
+      }
+    },
     onError: (listener) => connections.forEach((c) => c.onError(listener)),
     close: async () => {
       await each((c) => c.close());
