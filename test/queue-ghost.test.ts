@@ -12,7 +12,7 @@ import type { Lockable, Padlock } from '../src/index.js';
 import { acquireScript, leaveScript } from '../src/scripts/index.js';
 import { delay, eventually } from './harness/redis.js';
 import { probeScripts } from './harness/probes.js';
-import { KINDS, TOPOLOGIES, useTopology, type Client, type Kind } from './harness/suite.js';
+import { TOPOLOGIES, eachKind, useTopology, type Kind, type PadlockRedis } from './harness/suite.js';
 
 function lockOf(padlock: Padlock, kind: Kind, name: string): Lockable {
   return padlock[kind](name);
@@ -21,19 +21,21 @@ function lockOf(padlock: Padlock, kind: Kind, name: string): Lockable {
 for (const factory of TOPOLOGIES) {
   describe(factory.name, () => {
     const topology = useTopology(factory);
-    let reader: Client | undefined;
-    /** The queue and waiters of lock `name`, read on a client of no Padlock (reads are not paused). */
-    async function queueOf(name: string): Promise<{ queue: string[]; waiters: string[] }> {
-      reader ??= topology.client();
+    /**
+     * The queue and waiters of lock `name`, read on clients of no Padlock (reads are not paused): as
+     * a majority of copies holds them, or (`every`, once nothing is in flight) as every copy must.
+     */
+    async function queueOf(name: string, every = false): Promise<{ queue: string[]; waiters: string[] }> {
       const keys = lockKeys('padlock', name);
-      return { queue: await reader.lrange(keys.queue, 0, -1), waiters: await reader.hkeys(keys.waiters) };
+      const read = every ? topology.readEvery.bind(topology) : topology.read.bind(topology);
+      return read(async (reader) => ({ queue: await reader.lrange(keys.queue, 0, -1), waiters: await reader.hkeys(keys.waiters) }));
     }
     /** Resolves once every call `side` sent for lock `name` before now has run. */
-    function behind(side: { client: Client }, name: string): Promise<void> {
+    function behind(side: { client: PadlockRedis }, name: string): Promise<void> {
       return topology.behind(side.client, lockKeys('padlock', name).lock);
     }
 
-    for (const kind of KINDS) {
+    eachKind(topology, (kind) => {
       describe(`no ghost in the queue (${kind})`, () => {
         it('a wait aborted while the call that queues it is held up by Redis leaves the queue', async () => {
           const name = `ghost:paused:${kind}`;
@@ -53,7 +55,7 @@ for (const factory of TOPOLOGIES) {
           controller.abort(reason);
           await assert.rejects(second, (error) => error === reason);
           await behind(waiterSide, name); // runs after the held call and the leave that follows it
-          assert.deepEqual(await queueOf(name), { queue: [firstOwner], waiters: [firstOwner] }, 'only the live waiter is queued');
+          assert.deepEqual(await queueOf(name, true), { queue: [firstOwner], waiters: [firstOwner] }, 'only the live waiter is queued');
 
           await holder.release();
           await (await first).release();
@@ -73,7 +75,7 @@ for (const factory of TOPOLOGIES) {
           const before = await queueOf(name);
           assert.equal(await lockOf(waiterSide.padlock, kind, name).tryAcquire(), null);
           await behind(waiterSide, name);
-          assert.deepEqual(await queueOf(name), before, 'the queue is as it was');
+          assert.deepEqual(await queueOf(name, true), before, 'the queue is as it was');
 
           await holder.release();
           await (await waiting).release();
@@ -100,7 +102,7 @@ for (const factory of TOPOLOGIES) {
             const outcomes = await Promise.allSettled(waits);
             assert.ok(outcomes.every((o) => o.status === 'rejected'), 'the lock stayed held: every wait was aborted');
             await Promise.all(sides.map((s) => behind(s, name)));
-            assert.deepEqual(await queueOf(name), { queue: [], waiters: [] }, `round ${round}: no entry left`);
+            assert.deepEqual(await queueOf(name, true), { queue: [], waiters: [] }, `round ${round}: no entry left`);
           }
           await holder.release();
           const newcomer = await lockOf(topology.side().padlock, kind, name).tryAcquire();
@@ -131,7 +133,7 @@ for (const factory of TOPOLOGIES) {
           // Every call the wait sent has its answer, the queue call's after its EVAL re-send.
           assert.ok(await eventually(() => answered === sent), `${answered} of ${sent} calls answered`);
           assert.ok(counts.has('enqueue.lua') && counts.has('leave.lua'), 'the wait queued, then left');
-          assert.deepEqual(await queueOf(name), { queue: [], waiters: [] }, 'no entry left');
+          assert.deepEqual(await queueOf(name, true), { queue: [], waiters: [] }, 'no entry left');
           await holder.release();
           await Promise.all([holderSide.padlock.close(), waiterSide.padlock.close()]);
         });
@@ -145,11 +147,11 @@ for (const factory of TOPOLOGIES) {
           assert.ok(await eventually(async () => (await queueOf(name)).queue.length === 1));
           await topology.pauseWrites(lockKeys('padlock', name).lock, 300); // the leave is held up; reads are not
           await Promise.all([assert.rejects(waiting, { name: 'PadlockClosedError' }), waiterSide.padlock.close()]);
-          assert.deepEqual(await queueOf(name), { queue: [], waiters: [] }, 'close() waited for the leave');
+          assert.deepEqual(await queueOf(name, true), { queue: [], waiters: [] }, 'close() waited for the leave');
           await holder.release();
           await holderSide.padlock.close();
         });
       });
-    }
+    });
   });
 }

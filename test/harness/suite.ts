@@ -5,24 +5,32 @@
  * for (const factory of TOPOLOGIES) {
  *   describe(factory.name, () => {
  *     const topology = useTopology(factory); // started before these tests, stopped after them
- *     for (const kind of KINDS) describe(`${kind}: …`, () => { … topology.padlock()[kind](name) … });
+ *     eachKind(topology, (kind) => describe(`${kind}: …`, () => { … topology.padlock()[kind](name) … }));
  *   });
  * }
  * ```
  *
  * A new lock kind is one line in {@link KINDS} (a method of `Padlock` that returns a lock); a new
  * topology is one line in {@link TOPOLOGIES}, naming a function that starts it and says where its
- * writes go ({@link StartedTopology}). Everything a test needs beyond that ({@link TopologyUnderTest})
- * is built here on those few members, the same way for every topology.
+ * writes go ({@link StartedTopology}), and the kinds it refuses (for each, {@link eachKind} declares
+ * one test of the refusal instead of that kind's tests). Everything a test needs beyond that
+ * ({@link TopologyUnderTest}) is built here on those few members, the same way for every topology.
+ *
+ * A topology holds one copy of padlock's data (one server, a Sentinel primary, a Cluster: one
+ * client reaches it all) or several (Redlock: each master its own, a lock being what a majority
+ * holds); reads of padlock's keys go through {@link TopologyUnderTest.read}, which says what a
+ * majority of copies holds, or {@link TopologyUnderTest.readEvery}, which needs every copy to agree.
  */
-import { after, before } from 'node:test';
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { isDeepStrictEqual, inspect } from 'node:util';
 import type { Cluster, Redis } from 'ioredis';
 import type { RedisServer } from '../../src/devserver/redis-server.js';
-import { Padlock } from '../../src/index.js';
+import { Padlock, PadlockOptionError } from '../../src/index.js';
 import type { PadlockOptions } from '../../src/options.js';
 import type { Script } from '../../src/redis/script-runner.js';
 import * as scripts from '../../src/scripts/index.js';
-import { connect, startServer } from './redis.js';
+import { connect, startServer, startServers } from './redis.js';
 import { command, fieldsOf, info } from './admin.js';
 import { startCluster } from './cluster.js';
 import { startSentinelSet } from './sentinel.js';
@@ -34,14 +42,22 @@ export type Kind = (typeof KINDS)[number];
 /** A raw client of a topology, for reads and writes of padlock's keys: ioredis `Redis` or `Cluster`. */
 export type Client = Redis | Cluster;
 
+/** What a Padlock gets as its `redis` option: a client, or (Redlock) one client per master. */
+export type PadlockRedis = Client | readonly Redis[];
+
 /** A running topology, as its factory returns it: the few facts the suite cannot work out itself. */
 export interface StartedTopology {
-  /** A new client of the topology, as a user would make one; disconnected after the file's tests. */
-  client(): Client;
-  /** The servers that take writes now: the server, the Sentinel primary, every Cluster master. */
+  /** New client(s) of the topology for a Padlock, as a user would make them; disconnected after the file's tests. */
+  connect(): PadlockRedis;
+  /**
+   * New raw clients, one per copy of padlock's data: one client (it reaches every key) for one
+   * server, Sentinel or Cluster; one per master on Redlock. Disconnected after the file's tests.
+   */
+  readers(): Client[];
+  /** The servers that take writes now: the server, the Sentinel primary, every Cluster or Redlock master. */
   masters(): Promise<RedisServer[]>;
-  /** The master that serves `key` (and runs every script of its lock). */
-  masterOf(key: string): Promise<RedisServer>;
+  /** The masters that serve `key` (and run every script of its lock): its one master, or every Redlock master. */
+  mastersOf(key: string): Promise<RedisServer[]>;
   /** Stops every process (also done after the file's tests, whatever happened). */
   stop(): Promise<void>;
 }
@@ -52,24 +68,41 @@ export interface TopologyFactory {
   readonly name: string;
   /** Starts it on free loopback ports. */
   start(): Promise<StartedTopology>;
+  /** Kinds its Padlock refuses at creation (`PadlockOptionError` naming the kind): each gets a test of that instead of its tests. */
+  readonly refuses?: readonly Kind[];
+  /** Independent masters, a lock being what a majority holds (Redlock). */
+  readonly redlock?: boolean;
 }
 
 /** A standalone redis-server. */
 async function singleServer(): Promise<StartedTopology> {
   const server = await startServer();
-  return { client: () => connect(server), masters: () => Promise.resolve([server]), masterOf: () => Promise.resolve(server), stop: () => server.stop() };
+  return { connect: () => connect(server), readers: () => [connect(server)], masters: () => Promise.resolve([server]), mastersOf: () => Promise.resolve([server]), stop: () => server.stop() };
 }
 
 /** 1 primary, 2 replicas, 3 sentinels; clients in Sentinel mode (they ask the sentinels for the primary). */
 async function sentinelSet(): Promise<StartedTopology> {
   const set = await startSentinelSet();
-  return { client: () => set.client(), masters: async () => [await set.primary()], masterOf: () => set.primary(), stop: () => set.stop() };
+  return { connect: () => set.client(), readers: () => [set.client()], masters: async () => [await set.primary()], mastersOf: async () => [await set.primary()], stop: () => set.stop() };
 }
 
 /** 3 masters with a replica each; ioredis `Cluster` clients (they route each call to its slot's master). */
 async function cluster(): Promise<StartedTopology> {
   const nodes = await startCluster();
-  return { client: () => nodes.client(), masters: () => nodes.masters(), masterOf: (key) => nodes.nodeForKey(key), stop: () => nodes.stop() };
+  return { connect: () => nodes.client(), readers: () => [nodes.client()], masters: () => nodes.masters(), mastersOf: async (key) => [await nodes.nodeForKey(key)], stop: () => nodes.stop() };
+}
+
+/** 5 independent masters; a Padlock gets one client per master (Redlock: every call goes to all, a majority decides). */
+async function redlock(): Promise<StartedTopology> {
+  const servers = await startServers(5);
+  const each = (): Redis[] => servers.map((server) => connect(server));
+  return {
+    connect: each,
+    readers: each,
+    masters: () => Promise.resolve(servers),
+    mastersOf: () => Promise.resolve(servers),
+    stop: async () => void (await Promise.all(servers.map((server) => server.stop()))),
+  };
 }
 
 /** Every topology the behaviour tests run on. */
@@ -77,35 +110,51 @@ export const TOPOLOGIES: readonly TopologyFactory[] = [
   { name: 'single server', start: singleServer },
   { name: 'Sentinel', start: sentinelSet },
   { name: 'Cluster', start: cluster },
+  // A fair handoff happens inside one server's release script: N masters cannot agree on one waiter.
+  { name: 'Redlock (5 masters)', start: redlock, refuses: ['fairMutex'], redlock: true },
 ];
 
-/** A Padlock with a client of its own, and that client. */
+/** A Padlock with client(s) of its own, and those. */
 export interface Side {
   readonly padlock: Padlock;
-  readonly client: Client;
+  readonly client: PadlockRedis;
 }
 
 /** What behaviour tests use of a topology; see {@link useTopology}. */
 export interface TopologyUnderTest {
   readonly name: string;
-  /** A Padlock on a fresh client of the topology, closed after the enclosing suite. */
+  /** Independent masters, a lock being what a majority holds (Redlock): for a test's `todo` or `skip` naming why. */
+  readonly redlock: boolean;
+  /** The kinds its Padlock makes (those of {@link KINDS} it does not refuse). */
+  readonly kinds: readonly Kind[];
+  /** A Padlock on fresh client(s) of the topology, closed after the enclosing suite. */
   padlock(options?: Omit<PadlockOptions, 'redis'>): Padlock;
-  /** {@link TopologyUnderTest.padlock} with the client it runs on (to send a command behind its calls). */
+  /** {@link TopologyUnderTest.padlock} with the client(s) it runs on (to send a command behind its calls). */
   side(options?: Omit<PadlockOptions, 'redis'>): Side;
-  /** A fresh raw client (Redis or Cluster), disconnected after the enclosing suite. */
-  client(): Client;
+  /** Fresh client(s) for a Padlock of the test's own, disconnected after the enclosing suite. */
+  connect(): PadlockRedis;
+  /** Raw clients, one per copy of padlock's data (made once, disconnected after the enclosing suite). */
+  readers(): Client[];
+  /**
+   * Runs `read` on every copy of padlock's data and returns the value a majority of them gives
+   * (compared deeply): what the lock is, as padlock's own reads take it. With one copy, its value.
+   * Fold comparisons of values that differ between masters (a PTTL) into `read`.
+   */
+  read<T>(read: (client: Client) => Promise<T>): Promise<T>;
+  /** {@link TopologyUnderTest.read}, but every copy must give the same value (the assertion fails naming each one's). */
+  readEvery<T>(read: (client: Client) => Promise<T>): Promise<T>;
   masters(): Promise<RedisServer[]>;
-  masterOf(key: string): Promise<RedisServer>;
+  mastersOf(key: string): Promise<RedisServer[]>;
   /** Calls of `command` (lower case, as INFO names it) since start, summed over the current masters. */
   commandCalls(command: string): Promise<number>;
-  /** `CLIENT PAUSE ms WRITE` on the master of `key`: its scripts wait, reads of it do not. */
+  /** `CLIENT PAUSE ms WRITE` on the masters of `key`: its scripts wait, reads of it do not. */
   pauseWrites(key: string, ms: number): Promise<void>;
   /**
    * Resolves once every call `client` sent for `key`'s lock before now has run: a read of `key` on
-   * the connection that carries them (a Cluster client has one per master; a PING could go to
-   * another).
+   * each connection that carries them (a Cluster client has one per master; a PING could go to
+   * another; a Redlock Padlock has one client per master).
    */
-  behind(client: Client, key: string): Promise<void>;
+  behind(client: PadlockRedis, key: string): Promise<void>;
   /** Closes every Padlock made so far here, so that none sends anything from now on (renewals, heartbeats). */
   closePadlocks(): Promise<void>;
   /**
@@ -114,12 +163,21 @@ export interface TopologyUnderTest {
    * after the reply, behind calls sent later on the same connection).
    */
   warmScripts(): Promise<void>;
-  /** Empties the script cache of `key`'s master (`SCRIPT FLUSH`), then loads only `keep` into it. */
+  /** Empties the script cache of `key`'s masters (`SCRIPT FLUSH`), then loads only `keep` into it. */
   coldScripts(key: string, keep: readonly Script<unknown>[]): Promise<void>;
 }
 
 /** Every script padlock sends (src/scripts/index.ts exports nothing else). */
 const SCRIPTS: readonly Script<unknown>[] = Object.values(scripts);
+
+/** Each client of `redis` (one, or one per Redlock master). */
+export function clientsOf(redis: PadlockRedis): readonly Client[] {
+  return isRedlock(redis) ? redis : [redis];
+}
+
+function isRedlock(redis: PadlockRedis): redis is readonly Redis[] {
+  return Array.isArray(redis);
+}
 
 /**
  * Declares, in the enclosing `describe`, that its tests run on the topology `factory` makes: it
@@ -130,6 +188,7 @@ export function useTopology(factory: TopologyFactory): TopologyUnderTest {
   let started: StartedTopology | undefined;
   const padlocks: Padlock[] = [];
   const clients: Client[] = [];
+  let readers: Client[] | undefined;
   before(async () => {
     started = await factory.start();
   });
@@ -142,34 +201,57 @@ export function useTopology(factory: TopologyFactory): TopologyUnderTest {
     if (started === undefined) throw new Error(`the ${factory.name} topology is used before its suite's before() hook started it`);
     return started;
   };
-  const client = (): Client => {
-    const made = running().client();
-    clients.push(made);
+  const connectOwn = (): PadlockRedis => {
+    const made = running().connect();
+    clients.push(...clientsOf(made));
     return made;
   };
+  const readersOf = (): Client[] => {
+    if (readers === undefined) {
+      readers = running().readers();
+      clients.push(...readers);
+    }
+    return readers;
+  };
   const side = (options: Omit<PadlockOptions, 'redis'> = {}): Side => {
-    const redis = client();
+    const redis = connectOwn();
     const padlock = new Padlock({ redis, ...options });
     padlocks.push(padlock);
     return { padlock, client: redis };
   };
+  const valuesOf = <T>(read: (client: Client) => Promise<T>): Promise<T[]> => Promise.all(readersOf().map((client) => read(client)));
+  const refused = new Set<Kind>(factory.refuses ?? []);
   return {
     name: factory.name,
+    redlock: factory.redlock === true,
+    kinds: KINDS.filter((kind) => !refused.has(kind)),
     padlock: (options) => side(options).padlock,
     side,
-    client,
+    connect: connectOwn,
+    readers: readersOf,
+    async read(read) {
+      const values = await valuesOf(read);
+      const agreed = values.find((value) => values.filter((other) => isDeepStrictEqual(other, value)).length * 2 > values.length);
+      assert.ok(agreed !== undefined || values.length === 0, `no majority of the ${values.length} copies agrees: ${inspect(values)}`);
+      return agreed as (typeof values)[number];
+    },
+    async readEvery(read) {
+      const values = await valuesOf(read);
+      assert.ok(values.every((value) => isDeepStrictEqual(value, values[0])), `the ${values.length} copies differ: ${inspect(values)}`);
+      return values[0] as (typeof values)[number];
+    },
     masters: () => running().masters(),
-    masterOf: (key) => running().masterOf(key),
+    mastersOf: (key) => running().mastersOf(key),
     async commandCalls(name) {
       const masters = await running().masters();
       const counts = await Promise.all(masters.map(async (m) => Number(fieldsOf((await info(m, 'commandstats')).get(`cmdstat_${name}`)).get('calls') ?? 0)));
       return counts.reduce((sum, n) => sum + n, 0);
     },
     async pauseWrites(key, ms) {
-      await command(await running().masterOf(key), 'CLIENT', 'PAUSE', ms, 'WRITE');
+      await Promise.all((await running().mastersOf(key)).map((master) => command(master, 'CLIENT', 'PAUSE', ms, 'WRITE')));
     },
     async behind(redis, key) {
-      await redis.exists(key);
+      await Promise.all(clientsOf(redis).map((client) => client.exists(key)));
     },
     async closePadlocks() {
       await Promise.all(padlocks.map((p) => p.close()));
@@ -178,9 +260,29 @@ export function useTopology(factory: TopologyFactory): TopologyUnderTest {
       for (const master of await running().masters()) for (const script of SCRIPTS) await command(master, 'SCRIPT', 'LOAD', script.source);
     },
     async coldScripts(key, keep) {
-      const master = await running().masterOf(key);
-      await command(master, 'SCRIPT', 'FLUSH');
-      for (const script of keep) await command(master, 'SCRIPT', 'LOAD', script.source);
+      for (const master of await running().mastersOf(key)) {
+        await command(master, 'SCRIPT', 'FLUSH');
+        for (const script of keep) await command(master, 'SCRIPT', 'LOAD', script.source);
+      }
     },
   };
+}
+
+/**
+ * Declares `body`'s tests once per kind `topology` serves; for a kind it refuses, one test that its
+ * Padlock refuses to make such a lock (`PadlockOptionError` naming the kind), so the skip shows.
+ */
+export function eachKind(topology: TopologyUnderTest, body: (kind: Kind) => void): void {
+  for (const kind of KINDS) {
+    if (topology.kinds.includes(kind)) {
+      body(kind);
+      continue;
+    }
+    describe(`${kind}: refused on ${topology.name}`, () => {
+      it(`new Padlock(…).${kind}(name) throws PadlockOptionError naming ${kind} (this kind's tests do not run here)`, () => {
+        const padlock = topology.padlock();
+        assert.throws(() => padlock[kind]('refused'), (error: unknown) => error instanceof PadlockOptionError && error.option === kind);
+      });
+    });
+  }
 }
