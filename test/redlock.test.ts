@@ -52,6 +52,9 @@ describe('Redlock over 5 masters', () => {
     const other = redlock();
     const lease = await padlock.mutex('rl:basic').acquire();
     assert.ok(await eventually(async () => (await holdersOf('rl:basic', lease.owner)).length === 5), 'held on every master');
+    const key = lockKeys('padlock', 'rl:basic').lock;
+    const fences = async (): Promise<string[]> => Promise.all(admins.map(async (a) => (await a.hget(key, ':fence')) ?? ''));
+    assert.ok(await eventually(async () => (await fences()).every((f) => f === String(lease.fence))), 'every master shows the hold\'s fence, a late granter\'s raised too');
     assert.equal(await other.mutex('rl:basic').tryAcquire(), null, 'held by another');
     const inner = await padlock.mutex('rl:basic').acquire({ owner: lease.owner });
     assert.equal(inner.fence, lease.fence);

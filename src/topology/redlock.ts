@@ -109,8 +109,11 @@ export class Redlock implements Topology {
     if (script === acquireScript || script === enqueueScript || script === reenterScript) {
       // A grant needs no more answers once a majority granted: a slow master's answer only adds to the hold.
       const enough = (got: readonly Answer<AcquireReply>[]): boolean => got.filter((a) => a.ok && a.value.status === 'acquired').length >= this.quorum;
-      const answers = await gather(asked as unknown as Promise<Answer<AcquireReply>>[], enough);
-      const reply = await this.#grant(call as unknown as ScriptCall<AcquireReply>, answers, startedAt, script !== reenterScript);
+      const all = asked as unknown as Promise<Answer<AcquireReply>>[];
+      const answers = await gather(all, enough);
+      const fresh = script !== reenterScript;
+      const reply = await this.#grant(call as unknown as ScriptCall<AcquireReply>, answers, startedAt, fresh);
+      if (fresh && reply.status === 'acquired') this.#raiseStragglers(call as unknown as ScriptCall<AcquireReply>, all, answers, reply.fence);
       return reply as unknown as Result;
     }
     const answers = await Promise.all(asked);
@@ -148,7 +151,10 @@ export class Redlock implements Topology {
     if (granted.length >= this.quorum) {
       const pttl = Math.min(...granted.map((a) => a.value.pttl));
       const validity = pttl - (monotonicNow() - startedAt) - driftMs(pttl);
-      const fence = Math.max(...granted.map((a) => a.value.fence));
+      // A fresh hold's fence: the greatest any granting master gave (then written back). A re-entry's:
+      // the one a majority holds (a master that granted late may still show its own until raised).
+      const fences = granted.map((a) => a.value.fence);
+      const fence = fresh ? Math.max(...fences) : agreed(fences);
       if (validity > 0 && (!fresh || (await this.#raiseFence(call, granted.map((a) => a.node), fence)))) {
         return { status: 'acquired', fence, holdCount: Math.max(...granted.map((a) => a.value.holdCount)), pttl };
       }
@@ -165,6 +171,19 @@ export class Redlock implements Topology {
     if (busy.length >= this.quorum) return { status: 'busy', pttl: Math.max(...busy) };
     // A split vote (or a majority come too late): back off a random moment, so contenders part.
     return { status: 'busy', pttl: randomInt(5, 50) };
+  }
+
+  /**
+   * Masters whose grant came after the hold was returned (a majority had already granted): raise
+   * their fence to the hold's too, so that every master shows the same fence.
+   */
+  #raiseStragglers(call: ScriptCall<AcquireReply>, asked: readonly Promise<Answer<AcquireReply>>[], counted: readonly Answer<AcquireReply>[], fence: number): void {
+    for (const answer of asked) {
+      void answer.then((a) => {
+        if (counted.includes(a) || !a.ok || a.value.status !== 'acquired' || a.value.fence === fence) return;
+        void this.#raiseFence(call, [a.node], fence);
+      });
+    }
   }
 
   /** Writes `fence` back to the granting masters; true when a majority took it. */
@@ -205,8 +224,10 @@ export class Redlock implements Topology {
   #inspect(lock: string | undefined, answers: readonly Answer<InspectReply>[]): InspectReply {
     const replies = answers.flatMap((a) => (a.ok ? [a.value] : []));
     if (replies.length < this.quorum) throw this.#noQuorum(lock, 'no majority answered', answers);
-    const held = replies.filter((r) => r.fence > 0).sort((a, b) => b.fence - a.fence);
-    return held.length >= this.quorum && held[0] !== undefined ? held[0] : { fence: 0, pttl: -2, holders: new Map() };
+    const held = replies.filter((r) => r.fence > 0);
+    const fence = agreed(held.map((r) => r.fence));
+    const majority = held.find((r) => r.fence === fence);
+    return held.length >= this.quorum && majority !== undefined ? majority : { fence: 0, pttl: -2, holders: new Map() };
   }
 
   #noQuorum(lock: string | undefined, why: string, answers: readonly Answer<unknown>[]): QuorumError {
@@ -232,4 +253,19 @@ function gather<Result>(asked: readonly Promise<Answer<Result>>[], enough: (got:
       });
     }
   });
+}
+
+/** The value most of `values` share (the greatest of those tied): what a majority of masters says. */
+function agreed(values: readonly number[]): number {
+  const counts = new Map<number, number>();
+  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
+  let best = 0;
+  let bestCount = 0;
+  for (const [value, count] of counts) {
+    if (count > bestCount || (count === bestCount && value > best)) {
+      best = value;
+      bestCount = count;
+    }
+  }
+  return best;
 }
