@@ -10,8 +10,7 @@ import type { RedisServer } from '../src/devserver/redis-server.js';
 import { lockKeys } from '../src/keys.js';
 import { LockLostError, Padlock, PadlockOptionError, QuorumError, type Lease } from '../src/index.js';
 import type { PadlockOptions } from '../src/options.js';
-import { connect, delay, eventually, startServers } from './harness/redis.js';
-import { probeWakes } from './harness/probes.js';
+import { connect, eventually, startServers } from './harness/redis.js';
 
 let masters: RedisServer[];
 let admins: Redis[];
@@ -68,19 +67,6 @@ describe('Redlock over 5 masters', () => {
       assert.equal(nested.fence, outer.fence);
       await nested.release();
     });
-  });
-
-  it('a release wakes a waiter by its message (no polling)', async () => {
-    const holderSide = redlock();
-    const waiterSide = redlock();
-    const holder = await holderSide.mutex('rl:wake').acquire();
-    probeWakes(waiterSide, { messagesOnly: true });
-    const waiting = waiterSide.mutex('rl:wake').acquire({ waitMs: 10_000 });
-    await delay(100);
-    await holder.release();
-    const lease = await waiting;
-    assert.ok(lease.fence > holder.fence);
-    await lease.release();
   });
 
   it('two masters frozen: a lock is still taken, renewed and released by the other three', async () => {
