@@ -2,25 +2,21 @@
  * Contended runs: W workers on one key, in this process (sharing one client, as an application
  * would) or as W OS processes (each with its own connections). Both run the same worker loop
  * (`workload.ts`) and are measured the same way: client timestamps for rates and latencies, the
- * counter for lost updates, the command meter and `INFO commandstats` for commands.
+ * counter for lost updates, the command meter and `INFO commandstats` (summed over every server the
+ * lock lives on: one, or each Redlock master) for commands. The counter always lives on the single
+ * server.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import {
-  addCounts,
-  diffCounts,
-  parseCommandStats,
-  readCommandMeter,
-  resetCommandMeter,
-  totalCount,
-  type CommandCounts,
-} from './command-meter.js';
-import { openContender, type ContenderSpec } from './contenders.js';
+import type { Redis } from 'ioredis';
+import { addCounts, diffCounts, parseCommandStats, totalCount, type CommandCounts } from './command-meter.js';
+import { lockServers, openContender, type ContenderSpec, type Servers } from './contenders.js';
 import type { FromWorker, ToWorker } from './messages.js';
 import { measureContended, nowMs, type AcquisitionRecord, type ContendedMeasures } from './stats.js';
+import * as padlockScripts from '../src/scripts/index.js';
 import { measurePing } from './uncontended.js';
-import { connectData, runWorker, warmUp, type RunPlan, type WorkerOutcome } from './workload.js';
+import { connectData, metered, runWorker, warmUp, type ClientUsage, type RunPlan, type WorkerOutcome } from './workload.js';
 
 export type Mode = 'in-process' | 'processes';
 
@@ -56,12 +52,20 @@ export interface ContendedResult extends ContendedMeasures {
   readonly sent: CommandCounts;
   /** Commands executed, by name, over the metered period. */
   readonly executed: CommandCounts;
+  /** padlock's script calls by script (`acquire`, `raise-fence`, …; others by SHA1), over the metered period. */
+  readonly scripts: CommandCounts;
+  /** Pub/sub messages the clients received per cycle (a waiter's wake-ups, on every subscribed connection). */
+  readonly messagesPerAcquisition: number;
+  /** CPU time (user + system) of the lock's Redis servers per cycle, summed over them (ms). */
+  readonly redisCpuMsPerAcquisition: number;
+  /** CPU time of the client processes (this one in-process, the W workers otherwise) per cycle (ms). */
+  readonly clientCpuMsPerAcquisition: number;
 }
 
 /** What a set of workers reports back after a run. */
 interface Collected {
   readonly outcomes: readonly WorkerOutcome[];
-  readonly sent: CommandCounts;
+  readonly usage: ClientUsage;
 }
 
 /** Workers opened and warmed up, waiting for a plan. */
@@ -77,29 +81,35 @@ const DRAIN_LIMIT_MS = 15_000;
 /** Bound on starting or stopping a set of worker processes. */
 const PROCESS_TIMEOUT_MS = 60_000;
 
-/** Runs `spec` contended in `mode` on the server at `url`. */
-export async function runContended(spec: ContenderSpec, url: string, mode: Mode, options: ContendedOptions): Promise<ContendedResult> {
-  const admin = connectData(url);
+/** Runs `spec` contended in `mode` on `servers`. */
+export async function runContended(spec: ContenderSpec, servers: Servers, mode: Mode, options: ContendedOptions): Promise<ContendedResult> {
+  const where = lockServers(spec, servers);
+  const admin = connectData(servers.single);
+  const meters = where.map(connectData);
   const key = `bench:${randomBytes(4).toString('hex')}`;
   const counterKey = `${key}:counter`;
-  const session = mode === 'in-process' ? await openInProcess(spec, url, options, key, counterKey) : await openProcesses(spec, url, options, key, counterKey);
+  const session = mode === 'in-process' ? await openInProcess(spec, servers, options, key, counterKey) : await openProcesses(spec, servers, options, key, counterKey);
   try {
-    const ping = await measurePing(url, 300);
+    const ping = await measurePing(where[0] ?? servers.single, 300);
     const counterBefore = Number((await admin.get(counterKey)) ?? 0);
-    const statsBefore = parseCommandStats(await admin.info('commandstats'));
+    const statsBefore = await commandStats(meters);
+    const cpuBefore = await redisCpuMs(meters);
     const startAt = nowMs() + START_DELAY_MS[mode];
     const deadline = startAt + options.seconds * 1000;
     const plan: RunPlan = { key, counterKey, startAt, deadline, hardStop: deadline + DRAIN_LIMIT_MS, thinkMs: options.thinkMs };
     const collected = await session.run(plan);
-    const statsAfter = parseCommandStats(await admin.info('commandstats'));
+    const statsAfter = await commandStats(meters);
+    const cpuAfter = await redisCpuMs(meters);
     const counterAfter = Number((await admin.get(counterKey)) ?? 0);
 
     const records: AcquisitionRecord[] = collected.outcomes.flatMap((o) => o.records);
     const cycles = records.length;
     const workload: CommandCounts = { get: cycles, set: cycles };
-    const sent = withoutCounts(collected.sent, workload);
-    // The INFO that took the first snapshot is counted in the second.
-    const executed = withoutCounts(diffCounts(statsAfter, statsBefore), { ...workload, info: 1 });
+    const sent = withoutCounts(collected.usage.sent, workload);
+    // The two INFOs (commandstats, cpu) that took the first snapshot on each server are counted in
+    // the second; the workload's GET and SET only where the counter lives.
+    const bench: CommandCounts = { ...(where.includes(servers.single) ? workload : {}), info: 2 * meters.length };
+    const executed = withoutCounts(diffCounts(statsAfter, statsBefore), bench);
     return {
       label: spec.label,
       library: spec.library,
@@ -117,11 +127,50 @@ export async function runContended(spec: ContenderSpec, url: string, mode: Mode,
       executedPerAcquisition: totalCount(executed) / cycles,
       sent,
       executed,
+      scripts: byScriptName(collected.usage.scripts),
+      messagesPerAcquisition: collected.usage.messages / cycles,
+      redisCpuMsPerAcquisition: (cpuAfter - cpuBefore) / cycles,
+      clientCpuMsPerAcquisition: collected.usage.cpuMs / cycles,
     };
   } finally {
     await session.close();
-    await admin.quit().catch(() => admin.disconnect());
+    await Promise.all([admin, ...meters].map((c) => c.quit().catch(() => c.disconnect())));
   }
+}
+
+/** `INFO commandstats` of every server, summed. */
+async function commandStats(clients: readonly Redis[]): Promise<CommandCounts> {
+  const each = await Promise.all(clients.map(async (c) => parseCommandStats(await c.info('commandstats'))));
+  return each.reduce(addCounts, {});
+}
+
+/** padlock's scripts by SHA1 → name without `.lua`. */
+const PADLOCK_SCRIPTS = new Map(
+  Object.values(padlockScripts).flatMap((value: unknown) =>
+    typeof value === 'object' && value !== null && 'sha' in value && 'name' in value ? [[String(value.sha), String(value.name).replace(/\.lua$/, '')] as const] : [],
+  ),
+);
+
+/** Script counts keyed by padlock's script names (any other script keeps its SHA1's first 8 characters). */
+function byScriptName(scripts: CommandCounts): CommandCounts {
+  const named: CommandCounts = {};
+  for (const [sha, n] of Object.entries(scripts)) {
+    const name = PADLOCK_SCRIPTS.get(sha) ?? `sha ${sha.slice(0, 8)}`;
+    named[name] = (named[name] ?? 0) + n;
+  }
+  return named;
+}
+
+/** CPU time (user + system, main thread and children) the servers have used so far, summed (ms). */
+async function redisCpuMs(clients: readonly Redis[]): Promise<number> {
+  const each = await Promise.all(
+    clients.map(async (c) => {
+      const info = await c.info('cpu');
+      const field = (name: string): number => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? Number.NaN);
+      return field('used_cpu_user') + field('used_cpu_sys') + field('used_cpu_user_children') + field('used_cpu_sys_children');
+    }),
+  );
+  return each.reduce((a, b) => a + b, 0) * 1000;
 }
 
 /** `counts − minus`, dropping zero entries. */
@@ -130,15 +179,14 @@ function withoutCounts(counts: CommandCounts, minus: CommandCounts): CommandCoun
 }
 
 /** W workers in this process sharing one contender client and one workload connection. */
-async function openInProcess(spec: ContenderSpec, url: string, options: ContendedOptions, key: string, counterKey: string): Promise<Session> {
-  const data = connectData(url);
-  const contender = await openContender(spec, url);
+async function openInProcess(spec: ContenderSpec, servers: Servers, options: ContendedOptions, key: string, counterKey: string): Promise<Session> {
+  const data = connectData(servers.single);
+  const contender = await openContender(spec, servers);
   await warmUp(contender, data, key, counterKey);
   return {
     async run(plan) {
-      resetCommandMeter();
-      const outcomes = await Promise.all(Array.from({ length: options.workers }, (_, worker) => runWorker(worker, contender, data, plan)));
-      return { outcomes, sent: readCommandMeter() };
+      const { result: outcomes, usage } = await metered(() => Promise.all(Array.from({ length: options.workers }, (_, worker) => runWorker(worker, contender, data, plan))));
+      return { outcomes, usage };
     },
     async close() {
       await contender.close();
@@ -206,15 +254,17 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
 }
 
 /** W worker processes, each with its own connections, opened and warmed up. */
-async function openProcesses(spec: ContenderSpec, url: string, options: ContendedOptions, key: string, counterKey: string): Promise<Session> {
+async function openProcesses(spec: ContenderSpec, servers: Servers, options: ContendedOptions, key: string, counterKey: string): Promise<Session> {
   const workers = Array.from({ length: options.workers }, () => new WorkerProcess());
   const stopAll = (): Promise<unknown> => Promise.all(workers.map((w) => w.stop(5_000)));
   try {
-    await withTimeout(
-      Promise.all(workers.map((w, worker) => w.request({ type: 'open', spec, url, worker, key, counterKey }))),
-      PROCESS_TIMEOUT_MS,
-      'starting the worker processes',
-    );
+    // One at a time: a worker's warm-up acquires the lock, and warm-ups racing each other are a
+    // contended run of their own (a Redlock split vote among peers that keep partial holds between
+    // retries can last until their leases end). The processes themselves start together.
+    const open = async (): Promise<void> => {
+      for (const [worker, w] of workers.entries()) await w.request({ type: 'open', spec, servers, worker, key, counterKey });
+    };
+    await withTimeout(open(), PROCESS_TIMEOUT_MS, 'starting the worker processes');
   } catch (error) {
     for (const w of workers) w.child.kill('SIGKILL');
     await stopAll();
@@ -228,13 +278,18 @@ async function openProcesses(spec: ContenderSpec, url: string, options: Contende
         'the worker processes',
       );
       const outcomes: WorkerOutcome[] = [];
-      let sent: CommandCounts = {};
+      let usage: ClientUsage = { sent: {}, scripts: {}, messages: 0, cpuMs: 0 };
       for (const reply of replies) {
         if (reply.type !== 'result') throw new Error(`unexpected reply '${reply.type}' from a worker process`);
         outcomes.push(reply.outcome);
-        sent = addCounts(sent, reply.sent);
+        usage = {
+          sent: addCounts(usage.sent, reply.usage.sent),
+          scripts: addCounts(usage.scripts, reply.usage.scripts),
+          messages: usage.messages + reply.usage.messages,
+          cpuMs: usage.cpuMs + reply.usage.cpuMs,
+        };
       }
-      return { outcomes, sent };
+      return { outcomes, usage };
     },
     async close() {
       for (const w of workers) if (w.child.connected) w.child.send({ type: 'close' } satisfies ToWorker);

@@ -1,6 +1,8 @@
 /**
  * Who runs: the raw baseline, padlock's lock kinds, and each peer library at its defaults plus a few
- * retry settings to tune it (the fastest in a short contended run is kept as "tuned").
+ * retry settings to tune it (the fastest in a short contended run is kept as "tuned"); and the same
+ * on a Redlock set of independent masters, where padlock runs its mutex and each peer its Redlock
+ * mode.
  */
 import { readFileSync } from 'node:fs';
 import { padlockKinds, type ContenderSpec } from './contenders.js';
@@ -40,49 +42,87 @@ export interface Peer {
 /** Never give up while tuned: the harness bounds every wait anyway. */
 const NO_LIMIT = 1_000_000;
 
-function redlockLike(library: 'redlock' | 'sesame-redlock', name: string): Peer {
+/**
+ * Where a lineup runs, and how its labels say so: on the single server (no suffix), or on a
+ * Redlock set of `masters` masters (each peer in its Redlock mode, its label ending "on N masters").
+ */
+type Placement = { readonly topology: 'single' } | { readonly topology: 'redlock'; readonly masters: number };
+
+function place(placement: Placement, label: string): { label: string; topology?: 'redlock' } {
+  return placement.topology === 'single' ? { label } : { label: `${label} on ${placement.masters} masters`, topology: 'redlock' };
+}
+
+function redlockLike(library: 'redlock' | 'sesame-redlock', name: string, placement: Placement): Peer {
   const version = installedVersion(name);
   const tuned = (delay: number, jitter: number): ContenderSpec => ({
-    label: `${name} tuned (retryDelay ${delay}, retryJitter ${jitter}, retryCount ∞)`,
+    ...place(placement, `${name} tuned (retryDelay ${delay}, retryJitter ${jitter}, retryCount ∞)`),
     library,
     settings: { retryCount: -1, retryDelay: delay, retryJitter: jitter },
   });
   return {
     name,
     version,
-    defaults: { label: `${name} defaults`, library, settings: {} },
+    defaults: { ...place(placement, `${name} defaults`), library, settings: {} },
     candidates: [tuned(1, 1), tuned(5, 5), tuned(10, 10), tuned(25, 25)],
   };
 }
 
-export const PEERS: readonly Peer[] = [
-  redlockLike('redlock', 'redlock'),
-  redlockLike('sesame-redlock', '@sesamecare-oss/redlock'),
-  {
-    name: 'redis-semaphore',
+/** redis-semaphore: `Mutex` on one server, `RedlockMutex` on a Redlock set. */
+function semaphore(placement: Placement): Peer {
+  const name = placement.topology === 'single' ? 'redis-semaphore' : 'redis-semaphore RedlockMutex';
+  return {
+    name,
     version: installedVersion('redis-semaphore'),
-    defaults: { label: 'redis-semaphore defaults', library: 'redis-semaphore', settings: {} },
+    defaults: { ...place(placement, `${name} defaults`), library: 'redis-semaphore', settings: {} },
     candidates: [1, 2, 5, 10].map((retryInterval) => ({
-      label: `redis-semaphore tuned (retryInterval ${retryInterval}, acquireTimeout 60 s)`,
+      ...place(placement, `${name} tuned (retryInterval ${retryInterval}, acquireTimeout 60 s)`),
       library: 'redis-semaphore' as const,
       settings: { retryInterval, acquireTimeout: 60_000 },
     })),
-  },
-  {
-    name: 'redlock-universal',
+  };
+}
+
+/** redlock-universal: `createLock` on one server (also tried in its 'lean' mode), `createRedlock` on a Redlock set. */
+function universal(placement: Placement): Peer {
+  const name = placement.topology === 'single' ? 'redlock-universal' : 'redlock-universal createRedlock';
+  const lean: ContenderSpec[] = [
+    {
+      ...place(placement, `${name} tuned (performance 'lean', retryDelay 1, retryAttempts ∞)`),
+      library: 'redlock-universal',
+      settings: { retryDelay: 1, retryAttempts: NO_LIMIT, performance: 'lean' },
+    },
+  ];
+  return {
+    name,
     version: installedVersion('redlock-universal'),
-    defaults: { label: 'redlock-universal defaults', library: 'redlock-universal', settings: {} },
+    defaults: { ...place(placement, `${name} defaults`), library: 'redlock-universal', settings: {} },
     candidates: [
       ...[1, 5, 10].map((retryDelay) => ({
-        label: `redlock-universal tuned (retryDelay ${retryDelay}, retryAttempts ∞)`,
+        ...place(placement, `${name} tuned (retryDelay ${retryDelay}, retryAttempts ∞)`),
         library: 'redlock-universal' as const,
         settings: { retryDelay, retryAttempts: NO_LIMIT },
       })),
-      {
-        label: "redlock-universal tuned (performance 'lean', retryDelay 1, retryAttempts ∞)",
-        library: 'redlock-universal',
-        settings: { retryDelay: 1, retryAttempts: NO_LIMIT, performance: 'lean' },
-      },
+      ...(placement.topology === 'single' ? lean : []),
     ],
-  },
-];
+  };
+}
+
+function peers(placement: Placement): readonly Peer[] {
+  return [
+    redlockLike('redlock', 'redlock', placement),
+    redlockLike('sesame-redlock', '@sesamecare-oss/redlock', placement),
+    semaphore(placement),
+    universal(placement),
+  ];
+}
+
+export const PEERS: readonly Peer[] = peers({ topology: 'single' });
+
+/**
+ * The Redlock lineup on `masters` masters: padlock's mutex (the kind Redlock serves) and each peer
+ * in its Redlock mode, with the same tuning candidates as on one server.
+ */
+export function redlockLineup(masters: number): { readonly padlock: ContenderSpec; readonly peers: readonly Peer[] } {
+  const placement: Placement = { topology: 'redlock', masters };
+  return { padlock: { ...place(placement, 'padlock mutex'), library: 'padlock', kind: 'mutex' }, peers: peers(placement) };
+}

@@ -1,10 +1,12 @@
 /**
  * Turns results into aligned Markdown tables (readable in a terminal, pasteable into the README)
- * and checks the targets of issue 3.
+ * and checks the targets of issue 3 (one server) and issue 9 (Redlock).
  */
 import type { CommandCounts } from './command-meter.js';
 import type { ContendedResult, Mode } from './contended.js';
 import { median } from './stats.js';
+import type { Topology } from './contenders.js';
+import type { Anatomy, AnatomyRow } from './redlock-anatomy.js';
 import type { PingResult, UncontendedResult } from './uncontended.js';
 
 /** A Markdown table with padded columns; numeric-looking columns are right-aligned. */
@@ -51,14 +53,50 @@ export function versusRaw(result: UncontendedResult, raw: UncontendedResult | un
   };
 }
 
+/** The single-server rows. */
 export function uncontendedTable(results: readonly UncontendedResult[]): string {
   const raw = results.find((r) => r.library === 'raw');
   return table(
-    ['contender', 'best round /s', 'median round /s', '× raw (best)', '× raw (paired)', 'commands sent/op'],
-    results.map((r) => {
-      const x = versusRaw(r, raw);
-      return [r.label, rate(Math.max(...r.rounds)), rate(r.opsPerSecond), ratio(x.best), ratio(x.paired), fixed(r.commandsPerOp, 2)];
-    }),
+    ['contender', 'best round /s', 'median round /s', '× raw (best)', '× raw (paired)', 'acquire p50 ms', 'commands sent/op'],
+    results
+      .filter((r) => r.topology === 'single')
+      .map((r) => {
+        const x = versusRaw(r, raw);
+        return [r.label, rate(Math.max(...r.rounds)), rate(r.opsPerSecond), ratio(x.best), ratio(x.paired), fixed(r.acquireP50, 3), fixed(r.commandsPerOp, 2)];
+      }),
+  );
+}
+
+/** The same library (and lock kind) on the single server: a Redlock row's counterpart. */
+function singleCounterpart(result: UncontendedResult, results: readonly UncontendedResult[]): UncontendedResult | undefined {
+  const kind = (r: UncontendedResult): string | undefined => (r.spec.library === 'padlock' ? r.spec.kind : undefined);
+  return results.find((r) => r.topology === 'single' && r.library === result.library && kind(r) === kind(result));
+}
+
+/**
+ * `result`'s acquire p50 over `single`'s, two ways: `pooled`, the p50 over every call of the run;
+ * `paired`, the median over rounds of the ratio of the two p50s in the same round.
+ */
+export function acquireRatio(result: UncontendedResult, single: UncontendedResult | undefined): { pooled: number; paired: number } {
+  if (single === undefined) return { pooled: Number.NaN, paired: Number.NaN };
+  return {
+    pooled: result.acquireP50 / single.acquireP50,
+    paired: median(result.roundAcquireP50s.map((p, i) => p / (single.roundAcquireP50s[i] ?? Number.NaN)).filter(Number.isFinite)),
+  };
+}
+
+/** The Redlock rows, each against single-server padlock mutex and against its own single-server row. */
+export function redlockUncontendedTable(results: readonly UncontendedResult[]): string {
+  const padlock = results.find((r) => r.topology === 'single' && r.label === 'padlock mutex');
+  return table(
+    ['contender', 'acquire p50 ms', 'acquire p99 ms', 'release p50 ms', 'median round /s', '× padlock 1-node (p50)', '× padlock 1-node (paired)', '× own 1-node (p50)', 'commands sent/op'],
+    results
+      .filter((r) => r.topology === 'redlock')
+      .map((r) => {
+        const x = acquireRatio(r, padlock);
+        const own = acquireRatio(r, singleCounterpart(r, results));
+        return [r.label, fixed(r.acquireP50, 3), fixed(r.acquireP99, 3), fixed(r.releaseP50, 3), rate(r.opsPerSecond), ratio(x.pooled), ratio(x.paired), ratio(own.pooled), fixed(r.commandsPerOp, 2)];
+      }),
   );
 }
 
@@ -73,7 +111,7 @@ export function bestPeers(results: readonly ContendedResult[]): { rate: Contende
 export function contendedTable(results: readonly ContendedResult[]): string {
   const best = bestPeers(results).rate;
   return table(
-    ['contender', 'acq/s', '× best peer', 'handoff p50 ms', 'handoff p99 ms', 'held p50 ms', 'wait p50 ms', 'wait p99 ms', 'wait max ms', 'Jain', 'lost', 'cmds sent/acq', 'cmds run/acq', 'give-ups', 'ping p50 ms'],
+    ['contender', 'acq/s', '× best peer', 'handoff p50 ms', 'handoff p99 ms', 'held p50 ms', 'wait p50 ms', 'wait p99 ms', 'wait max ms', 'Jain', 'lost', 'cmds sent/acq', 'cmds run/acq', 'redis CPU ms/acq', 'client CPU ms/acq', 'give-ups', 'ping p50 ms'],
     results.map((r) => [
       r.label,
       rate(r.perSecond),
@@ -88,21 +126,46 @@ export function contendedTable(results: readonly ContendedResult[]): string {
       String(r.lostUpdates),
       fixed(r.sentPerAcquisition, 2),
       fixed(r.executedPerAcquisition, 2),
+      fixed(r.redisCpuMsPerAcquisition, 3),
+      fixed(r.clientCpuMsPerAcquisition, 3),
       String(r.giveUps),
       fixed(r.pingP50, 3),
     ]),
   );
 }
 
-/** Where each padlock row's commands go. */
+/** Where each padlock row's commands go (by command, and by script), and the pub/sub messages its waiters received. */
 export function commandsTable(results: readonly ContendedResult[]): string {
   return table(
-    ['contender', 'sent by clients, per acquisition', 'run by Redis (incl. inside scripts), per acquisition'],
-    results.filter((r) => r.library === 'padlock').map((r) => [r.label, breakdown(r.sent, r.cycles), breakdown(r.executed, r.cycles)]),
+    ['contender', 'sent by clients, per acquisition', 'scripts sent, per acquisition', 'run by Redis (incl. inside scripts), per acquisition', 'messages received/acq'],
+    results
+      .filter((r) => r.library === 'padlock')
+      .map((r) => [r.label, breakdown(r.sent, r.cycles), breakdown(r.scripts, r.cycles), breakdown(r.executed, r.cycles), fixed(r.messagesPerAcquisition, 2)]),
+  );
+}
+
+/** Where an uncontended Redlock acquire's time goes, beside padlock on one server and the floors. */
+export function anatomyTable(anatomy: Anatomy): string {
+  const rows = (total: AnatomyRow, steps: readonly AnatomyRow[]): string[][] => {
+    const share = (mean: number): string => `${fixed((100 * mean) / total.mean, 0)} %`;
+    return [
+      [total.step, fixed(total.p50, 3), fixed(total.mean, 3), share(total.mean)],
+      ...steps.map((s) => [`- ${s.step}`, fixed(s.p50, 3), fixed(s.mean, 3), share(s.mean)]),
+    ];
+  };
+  return table(
+    ['step', 'p50 ms', 'mean ms', 'share of the mean'],
+    [
+      ...rows(anatomy.acquire, anatomy.steps),
+      ...rows(anatomy.single, anatomy.singleSteps),
+      ...anatomy.floors.map((s) => [`floor: ${s.step}`, fixed(s.p50, 3), fixed(s.mean, 3), '']),
+    ],
   );
 }
 
 export interface Target {
+  /** Where it was measured: the single server, or the Redlock set. */
+  readonly topology: Topology;
   readonly mode: Mode | 'uncontended';
   readonly target: string;
   readonly measured: string;
@@ -118,9 +181,10 @@ export function targets(
 ): Target[] {
   const out: Target[] = [];
   const raw = uncontended.find((r) => r.library === 'raw');
-  for (const r of uncontended.filter((u) => u.library === 'padlock')) {
+  for (const r of uncontended.filter((u) => u.library === 'padlock' && u.topology === 'single')) {
     const x = versusRaw(r, raw);
     out.push({
+      topology: 'single',
       mode: 'uncontended',
       target: `${r.label} ≥ 0.95× raw`,
       measured: `${ratio(x.best)} best round vs best round (${ratio(x.paired)} paired)`,
@@ -136,7 +200,7 @@ export function targets(
     const mutex = row('padlock mutex');
     const check = (target: string, value: number | undefined, holds: (v: number) => boolean, show: (v: number) => string): void => {
       const ok = value !== undefined && Number.isFinite(value);
-      out.push({ mode, target, measured: ok ? show(value) : 'not measured', holds: ok ? holds(value) : null });
+      out.push({ topology: 'single', mode, target, measured: ok ? show(value) : 'not measured', holds: ok ? holds(value) : null });
     };
     const bestRate = best.rate?.perSecond;
     check('fairMutex acq/s ≥ 4× best peer', fair !== undefined && bestRate !== undefined ? fair.perSecond / bestRate : undefined, (v) => v >= 4, ratio);
@@ -162,11 +226,63 @@ export function targets(
     for (const r of rows.filter((x) => x.library === 'padlock')) {
       check(`${r.label} commands sent per acquisition ≤ 4`, r.sentPerAcquisition, (v) => v <= 4, (v) => `${fixed(v, 2)} sent (${fixed(r.executedPerAcquisition, 2)} run by Redis incl. scripts)`);
     }
-    for (const r of rows) {
-      if (r.lostUpdates !== 0 || r.stuck !== 0) out.push({ mode, target: `${r.label}: 0 lost updates, 0 stuck`, measured: `${r.lostUpdates} lost, ${r.stuck} stuck`, holds: false });
-    }
-    const lossless = rows.every((r) => r.lostUpdates === 0);
-    out.push({ mode, target: 'every contender: 0 lost updates', measured: lossless ? '0 everywhere' : 'see above', holds: lossless });
+    out.push(...lossless('single', mode, rows));
+  }
+  return out;
+}
+
+/** 0 lost updates and 0 stuck workers in every row of a contended table. */
+function lossless(topology: Topology, mode: Mode, rows: readonly ContendedResult[]): Target[] {
+  const out: Target[] = [];
+  for (const r of rows) {
+    if (r.lostUpdates !== 0 || r.stuck !== 0) out.push({ topology, mode, target: `${r.label}: 0 lost updates, 0 stuck`, measured: `${r.lostUpdates} lost, ${r.stuck} stuck`, holds: false });
+  }
+  const none = rows.every((r) => r.lostUpdates === 0);
+  out.push({ topology, mode, target: 'every contender: 0 lost updates', measured: none ? '0 everywhere' : 'see above', holds: none });
+  return out;
+}
+
+/** What the Redlock targets compare: padlock's mutex on the masters, by its label. */
+export interface RedlockRun {
+  readonly padlockLabel: string;
+  readonly uncontended: readonly UncontendedResult[];
+  readonly contended: Readonly<Record<Mode, readonly ContendedResult[]>>;
+}
+
+/**
+ * The Redlock targets of issue 9: acquire p50 on the masters ≤ 1.3× single-server padlock mutex's
+ * (pooled p50 over the run; the paired ratio shown beside it); contended acquisitions/s ≥ 2× the
+ * best peer Redlock (defaults or tuned); 0 lost updates.
+ */
+export function redlockTargets(run: RedlockRun): Target[] {
+  const out: Target[] = [];
+  const single = run.uncontended.find((r) => r.topology === 'single' && r.label === 'padlock mutex');
+  const redlock = run.uncontended.find((r) => r.label === run.padlockLabel);
+  const x = redlock === undefined ? undefined : acquireRatio(redlock, single);
+  const measured = Number.isFinite(x?.pooled);
+  out.push({
+    topology: 'redlock',
+    mode: 'uncontended',
+    target: `${run.padlockLabel}: acquire p50 ≤ 1.3× padlock mutex on one server`,
+    measured: measured
+      ? `${ratio(x?.pooled ?? NaN)} (${fixed(redlock?.acquireP50 ?? NaN, 3)} ms vs ${fixed(single?.acquireP50 ?? NaN, 3)} ms; ${ratio(x?.paired ?? NaN)} paired by round)`
+      : 'not measured',
+    holds: measured ? (x?.pooled ?? NaN) <= 1.3 : null,
+  });
+  for (const mode of ['in-process', 'processes'] as const) {
+    const rows = run.contended[mode];
+    if (rows.length === 0) continue;
+    const mine = rows.find((r) => r.label === run.padlockLabel);
+    const best = bestPeers(rows).rate;
+    const value = mine !== undefined && best !== undefined ? mine.perSecond / best.perSecond : NaN;
+    out.push({
+      topology: 'redlock',
+      mode,
+      target: `${run.padlockLabel}: acq/s ≥ 2× best peer Redlock`,
+      measured: Number.isFinite(value) ? `${ratio(value)} (${rate(mine?.perSecond ?? NaN)} vs ${rate(best?.perSecond ?? NaN)}: ${best?.label ?? ''})` : 'not measured',
+      holds: Number.isFinite(value) ? value >= 2 : null,
+    });
+    out.push(...lossless('redlock', mode, rows));
   }
   return out;
 }
@@ -174,6 +290,6 @@ export function targets(
 export function targetsTable(list: readonly Target[]): string {
   return table(
     ['run', 'target', 'measured', 'holds'],
-    list.map((t) => [t.mode, t.target, t.measured, t.holds === null ? 'n/a' : t.holds ? 'yes' : 'NO']),
+    list.map((t) => [t.topology === 'redlock' ? `Redlock, ${t.mode}` : t.mode, t.target, t.measured, t.holds === null ? 'n/a' : t.holds ? 'yes' : 'NO']),
   );
 }

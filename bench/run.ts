@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: padlock side by side with the peer libraries, in one run, on a private
- * redis-server. Prints the tables and the targets, and writes `bench/results.json`.
+ * redis-server, and on a Redlock set of private independent masters (padlock's mutex beside each
+ * peer's Redlock mode). Prints the tables and the targets, and writes `bench/results.json`.
  *
  *   --workers N       contended workers (default 16)
  *   --seconds S       length of each contended run (default 4)
@@ -9,6 +10,8 @@
  *   --rounds N        uncontended rounds per contender (default 20)
  *   --round-ms MS     length of one uncontended round (default 250)
  *   --no-processes    skip the multi-process runs
+ *   --masters N       masters of the Redlock set (default 5, at least 3)
+ *   --no-redlock      skip the Redlock runs
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -17,9 +20,22 @@ import { parseArgs } from 'node:util';
 import { startRedisServer, type RedisServer } from '../src/devserver/redis-server.js';
 import { installCommandMeter } from './command-meter.js';
 import { runContended, type ContendedOptions, type ContendedResult, type Mode } from './contended.js';
-import type { ContenderSpec } from './contenders.js';
-import { PADLOCKS, PEERS, RAW, padlockVersion } from './lineup.js';
-import { commandsTable, contendedTable, fixed, rate, table, targets, targetsTable, uncontendedTable } from './report.js';
+import type { ContenderSpec, Servers } from './contenders.js';
+import { PADLOCKS, PEERS, RAW, padlockVersion, redlockLineup, type Peer } from './lineup.js';
+import { redlockAnatomy, type Anatomy } from './redlock-anatomy.js';
+import {
+  anatomyTable,
+  commandsTable,
+  contendedTable,
+  fixed,
+  rate,
+  redlockTargets,
+  redlockUncontendedTable,
+  table,
+  targets,
+  targetsTable,
+  uncontendedTable,
+} from './report.js';
 import { measurePing, runUncontended } from './uncontended.js';
 
 installCommandMeter();
@@ -33,6 +49,8 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '20' },
     'round-ms': { type: 'string', default: '250' },
     'no-processes': { type: 'boolean', default: false },
+    masters: { type: 'string', default: '5' },
+    'no-redlock': { type: 'boolean', default: false },
   },
 });
 
@@ -51,6 +69,10 @@ const thinkMs = positive('think-ms', args['think-ms'], false);
 const rounds = Math.max(1, positive('rounds', args.rounds, true));
 const roundMs = positive('round-ms', args['round-ms'], false);
 const withProcesses = !args['no-processes'];
+const masterCount = positive('masters', args.masters, true);
+if (masterCount < 3) throw new Error(`--masters must be at least 3 (a Redlock set needs a majority that survives the loss of one), got ${masterCount}`);
+const withRedlock = !args['no-redlock'];
+const modes = withProcesses ? (['in-process', 'processes'] as const) : (['in-process'] as const);
 
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
 
@@ -69,53 +91,114 @@ function machine(): Record<string, string | number> {
   };
 }
 
+interface Tuning {
+  readonly peer: string;
+  readonly tried: Array<{ label: string; perSecond: number; waitP99: number }>;
+  readonly chosen: ContenderSpec;
+}
+
+/** Runs each peer's candidates in a short in-process contended run; the fastest is its "tuned" spec. */
+async function tune(peers: readonly Peer[], servers: Servers, options: ContendedOptions): Promise<Tuning[]> {
+  const tuning: Tuning[] = [];
+  for (const peer of peers) {
+    const tried: Array<{ spec: ContenderSpec; result: ContendedResult }> = [];
+    for (const spec of peer.candidates) {
+      const result = await runContended(spec, servers, 'in-process', options);
+      log(`  ${spec.label}: ${rate(result.perSecond)} acq/s`);
+      tried.push({ spec, result });
+    }
+    const best = [...tried].sort((a, b) => b.result.perSecond - a.result.perSecond)[0];
+    if (best === undefined) throw new Error(`no tuning candidates for ${peer.name}`);
+    tuning.push({
+      peer: peer.name,
+      tried: tried.map((t) => ({ label: t.spec.label, perSecond: t.result.perSecond, waitP99: t.result.waitP99 })),
+      chosen: best.spec,
+    });
+  }
+  return tuning;
+}
+
+/** Runs `lineup` contended in every mode. */
+async function contend(lineup: readonly ContenderSpec[], servers: Servers, options: ContendedOptions, what: string): Promise<Record<Mode, ContendedResult[]>> {
+  const results: Record<Mode, ContendedResult[]> = { 'in-process': [], processes: [] };
+  for (const mode of modes) {
+    log(`contended${what}, ${mode}…`);
+    for (const spec of lineup) {
+      const result = await runContended(spec, servers, mode, options);
+      log(`  ${spec.label}: ${rate(result.perSecond)} acq/s, wait p99 ${fixed(result.waitP99, 1)} ms`);
+      results[mode].push(result);
+    }
+  }
+  return results;
+}
+
+function tuningTable(tuning: readonly Tuning[]): string {
+  return table(['candidate', 'acq/s', 'wait p99 ms'], tuning.flatMap((t) => t.tried.map((c) => [c.label, rate(c.perSecond), fixed(c.waitP99, 1)])));
+}
+
+function contendedSections(results: Record<Mode, ContendedResult[]>, where: string): string[] {
+  const out: string[] = [];
+  for (const mode of Object.keys(results) as Mode[]) {
+    if (results[mode].length === 0) continue;
+    const title = mode === 'in-process' ? 'one process, workers share one client' : 'one OS process per worker';
+    out.push('', `## Contended${where}, ${title}: ${workers} workers, one key, ~${thinkMs} ms think, GET+SET inside, ${seconds} s`, '');
+    out.push(contendedTable(results[mode]));
+    out.push('', commandsTable(results[mode]));
+  }
+  return out;
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
-  const server: RedisServer = await startRedisServer();
+  const starting = [startRedisServer(), ...Array.from({ length: withRedlock ? masterCount : 0 }, () => startRedisServer())];
+  const settled = await Promise.allSettled(starting);
+  const running = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   try {
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+    const [server, ...masters]: RedisServer[] = running;
+    if (server === undefined) throw new Error('no redis-server started');
     const url = server.url;
+    const servers: Servers = { single: url, masters: masters.map((m) => m.url) };
     const contended: ContendedOptions = { workers, seconds, thinkMs };
+    const tuneRun: ContendedOptions = { ...contended, seconds: tuneSeconds };
     log(`redis-server ${server.url}; ${workers} workers, ${seconds} s per contended run`);
+    if (withRedlock) log(`Redlock masters: ${servers.masters.join(', ')}`);
+    const redlock = withRedlock ? redlockLineup(masterCount) : undefined;
 
     const ping = await measurePing(url);
     log(`ping p50 ${fixed(ping.p50, 3)} ms`);
 
     log('uncontended…');
-    const uncontended = await runUncontended([RAW, ...PADLOCKS, ...PEERS.map((p) => p.defaults)], url, { rounds, roundMs });
+    const redlockUncontended = redlock === undefined ? [] : [redlock.padlock, ...redlock.peers.map((p) => p.defaults)];
+    const uncontended = await runUncontended([RAW, ...PADLOCKS, ...PEERS.map((p) => p.defaults), ...redlockUncontended], servers, { rounds, roundMs });
+
+    let anatomy: Anatomy | undefined;
+    if (withRedlock) {
+      log('where a Redlock acquire spends its time…');
+      anatomy = await redlockAnatomy(servers.single, servers.masters, { rounds: Math.max(2, Math.ceil(rounds / 2)), perRound: 200 });
+    }
 
     log('sequential ceiling…');
-    const ceiling = await runContended(RAW, url, 'in-process', { workers: 1, seconds: Math.min(seconds, 2), thinkMs: 0 });
+    const ceiling = await runContended(RAW, servers, 'in-process', { workers: 1, seconds: Math.min(seconds, 2), thinkMs: 0 });
 
     log('tuning the peers…');
-    const tuning: Array<{ peer: string; tried: Array<{ label: string; perSecond: number; waitP99: number }>; chosen: ContenderSpec }> = [];
-    for (const peer of PEERS) {
-      const tried: Array<{ spec: ContenderSpec; result: ContendedResult }> = [];
-      for (const spec of peer.candidates) {
-        const result = await runContended(spec, url, 'in-process', { ...contended, seconds: tuneSeconds });
-        log(`  ${spec.label}: ${rate(result.perSecond)} acq/s`);
-        tried.push({ spec, result });
-      }
-      const best = [...tried].sort((a, b) => b.result.perSecond - a.result.perSecond)[0];
-      if (best === undefined) throw new Error(`no tuning candidates for ${peer.name}`);
-      tuning.push({
-        peer: peer.name,
-        tried: tried.map((t) => ({ label: t.spec.label, perSecond: t.result.perSecond, waitP99: t.result.waitP99 })),
-        chosen: best.spec,
-      });
+    const tuning = await tune(PEERS, servers, tuneRun);
+    const results = await contend([...PADLOCKS, ...PEERS.map((p) => p.defaults), ...tuning.map((t) => t.chosen)], servers, contended, '');
+
+    let redlockTuning: Tuning[] = [];
+    let redlockResults: Record<Mode, ContendedResult[]> = { 'in-process': [], processes: [] };
+    if (redlock !== undefined) {
+      log(`tuning the peers' Redlock modes on ${masterCount} masters…`);
+      redlockTuning = await tune(redlock.peers, servers, tuneRun);
+      const lineup = [redlock.padlock, ...redlock.peers.map((p) => p.defaults), ...redlockTuning.map((t) => t.chosen)];
+      redlockResults = await contend(lineup, servers, contended, ` on ${masterCount} masters`);
     }
 
-    const lineup: ContenderSpec[] = [...PADLOCKS, ...PEERS.map((p) => p.defaults), ...tuning.map((t) => t.chosen)];
-    const results: Record<Mode, ContendedResult[]> = { 'in-process': [], processes: [] };
-    for (const mode of withProcesses ? (['in-process', 'processes'] as const) : (['in-process'] as const)) {
-      log(`contended, ${mode}…`);
-      for (const spec of lineup) {
-        const result = await runContended(spec, url, mode, contended);
-        log(`  ${spec.label}: ${rate(result.perSecond)} acq/s, wait p99 ${fixed(result.waitP99, 1)} ms`);
-        results[mode].push(result);
-      }
-    }
-
-    const goals = targets(uncontended, results, ping);
+    const goals = [
+      ...targets(uncontended, results, ping),
+      ...(redlock === undefined ? [] : redlockTargets({ padlockLabel: redlock.padlock.label, uncontended, contended: redlockResults })),
+    ];
     const info = machine();
     const out: string[] = [];
     out.push(
@@ -129,15 +212,23 @@ async function main(): Promise<void> {
       '',
       `Sequential ceiling (one worker, raw lock + GET+SET, no think time): ${rate(ceiling.perSecond)} cycles/s`,
     );
-    for (const mode of Object.keys(results) as Mode[]) {
-      if (results[mode].length === 0) continue;
-      const title = mode === 'in-process' ? 'one process, workers share one client' : 'one OS process per worker';
-      out.push('', `## Contended, ${title}: ${workers} workers, one key, ~${thinkMs} ms think, GET+SET inside, ${seconds} s`, '');
-      out.push(contendedTable(results[mode]));
-      out.push('', commandsTable(results[mode]));
-    }
+    out.push(...contendedSections(results, ''));
     out.push('', '## Peer tuning (in-process, ' + `${tuneSeconds} s each; the fastest is the "tuned" row)`, '');
-    out.push(table(['candidate', 'acq/s', 'wait p99 ms'], tuning.flatMap((t) => t.tried.map((c) => [c.label, rate(c.perSecond), fixed(c.waitP99, 1)]))));
+    out.push(tuningTable(tuning));
+    if (redlock !== undefined) {
+      out.push('', `## Redlock on ${masterCount} masters: uncontended (same interleaved rounds as above)`, '', redlockUncontendedTable(uncontended));
+      if (anatomy !== undefined) {
+        out.push('', `Where padlock's uncontended acquire on ${masterCount} masters spends its time (timed call by call; interleaved with the floors below):`, '');
+        out.push(
+          anatomyTable(anatomy),
+          '',
+          `Fence write-backs to masters that granted after the majority, per acquire: ${fixed(anatomy.stragglersPerAcquire, 2)} ` +
+            `(${fixed(anatomy.stragglersOnPathPerAcquire, 2)} sent before the acquire returned, on its path)`,
+        );
+      }
+      out.push(...contendedSections(redlockResults, ` on ${masterCount} Redlock masters`));
+      out.push('', `## Redlock peer tuning (in-process on ${masterCount} masters, ${tuneSeconds} s each)`, '', tuningTable(redlockTuning));
+    }
     out.push('', '## Targets', '', targetsTable(goals));
     out.push('', `total bench time ${fixed((Date.now() - started) / 1000, 0)} s`);
     process.stdout.write(`${out.join('\n')}\n`);
@@ -147,18 +238,28 @@ async function main(): Promise<void> {
       machine: info,
       peers: Object.fromEntries(PEERS.map((p) => [p.name, p.version])),
       padlock: padlockVersion(),
-      options: { workers, seconds, tuneSeconds, thinkMs, rounds, roundMs },
+      options: { workers, seconds, tuneSeconds, thinkMs, rounds, roundMs, masters: withRedlock ? masterCount : 0 },
       ping,
       uncontended,
       sequentialCeiling: { definition: 'one worker, raw lock (SET NX PX + Lua compare-and-delete), GET+SET inside, no think time', cyclesPerSecond: ceiling.perSecond },
       tuning,
       contended: results,
+      redlock:
+        redlock === undefined
+          ? null
+          : {
+              masters: masterCount,
+              definition: `padlock mutex and each peer's Redlock mode on ${masterCount} independent masters; the workload's counter on the single server; its uncontended rows are in "uncontended" (topology "redlock")`,
+              anatomy,
+              tuning: redlockTuning,
+              contended: redlockResults,
+            },
       targets: goals,
     };
     writeFileSync(new URL('../../bench/results.json', import.meta.url), `${JSON.stringify(json, null, 2)}\n`);
     log('wrote bench/results.json');
   } finally {
-    await server.stop();
+    await Promise.all(running.map((s) => s.stop()));
   }
 }
 

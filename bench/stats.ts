@@ -37,6 +37,11 @@ export function median(values: readonly number[]): number {
   return percentile(sorted(values), 50);
 }
 
+/** Arithmetic mean; NaN for no values. */
+export function mean(values: readonly number[]): number {
+  return values.length === 0 ? Number.NaN : values.reduce((a, b) => a + b, 0) / values.length;
+}
+
 /** Jain's fairness index (Σx)² / (n·Σx²): 1 when all equal, 1/n when one worker got everything. */
 export function jain(counts: readonly number[]): number {
   const sum = counts.reduce((a, b) => a + b, 0);

@@ -1,21 +1,33 @@
 /**
  * Uncontended: one client, sequential acquire+release on its own key, and the ping round trip of the
- * same server. Rounds are interleaved across contenders so that a noisy moment on the machine hits
- * every contender alike; each contender's result is its median round.
+ * same server. Rounds are interleaved across contenders (single-server and Redlock alike) so that a
+ * noisy moment on the machine hits every contender alike; each contender's result is its median
+ * round, and the latency of each acquire and release call.
  */
 import { randomBytes } from 'node:crypto';
 import { readCommandMeter, resetCommandMeter, totalCount } from './command-meter.js';
-import { openContender, type Contender, type ContenderSpec } from './contenders.js';
+import { lockServers, openContender, topologyOf, type Contender, type ContenderSpec, type Servers, type Topology } from './contenders.js';
 import { median, nowMs, percentile, sorted } from './stats.js';
 import { connectData } from './workload.js';
 
 export interface UncontendedResult {
   readonly label: string;
   readonly library: ContenderSpec['library'];
+  readonly spec: ContenderSpec;
+  readonly topology: Topology;
+  /** Servers the lock lives on: 1, or the Redlock set's masters. */
+  readonly servers: number;
   /** Median over rounds of acquire+release pairs per second. */
   readonly opsPerSecond: number;
   /** Every round's rate, in run order. */
   readonly rounds: readonly number[];
+  /** One acquire call (ms), over every round. */
+  readonly acquireP50: number;
+  readonly acquireP99: number;
+  /** Every round's acquire p50 (ms), in run order: for ratios taken round by round. */
+  readonly roundAcquireP50s: readonly number[];
+  /** One release call (ms), over every round. */
+  readonly releaseP50: number;
   /** Commands the client sent per acquire+release. */
   readonly commandsPerOp: number;
 }
@@ -55,28 +67,55 @@ async function cycle(contender: Contender, key: string): Promise<void> {
   await held.release();
 }
 
-/** Acquire+release pairs per second over `ms`, and the commands they sent. */
-async function round(contender: Contender, key: string, ms: number): Promise<{ rate: number; commands: number; ops: number }> {
-  resetCommandMeter();
-  const start = nowMs();
-  const end = start + ms;
-  let ops = 0;
-  while (nowMs() < end) {
-    await cycle(contender, key);
-    ops++;
-  }
-  const commands = totalCount(readCommandMeter());
-  return { rate: ops / ((nowMs() - start) / 1000), commands, ops };
+/** What one round measured. */
+interface Round {
+  readonly rate: number;
+  readonly commands: number;
+  readonly ops: number;
+  /** Each acquire and release call's duration (ms). */
+  readonly acquires: number[];
+  readonly releases: number[];
 }
 
-/** Measures every spec, interleaving their rounds. */
-export async function runUncontended(specs: readonly ContenderSpec[], url: string, options: UncontendedOptions): Promise<UncontendedResult[]> {
-  const opened: Array<{ spec: ContenderSpec; contender: Contender; key: string; rates: number[]; commands: number; ops: number }> = [];
+/** Acquire+release pairs per second over `ms`, each call's duration, and the commands they sent. */
+async function round(contender: Contender, key: string, ms: number): Promise<Round> {
+  resetCommandMeter();
+  const acquires: number[] = [];
+  const releases: number[] = [];
+  const start = nowMs();
+  const end = start + ms;
+  while (nowMs() < end) {
+    const called = nowMs();
+    const held = await contender.acquire(key, 1_000);
+    const acquired = nowMs();
+    if (held === null) throw new Error(`uncontended acquire of ${key} failed`);
+    await held.release();
+    releases.push(nowMs() - acquired);
+    acquires.push(acquired - called);
+  }
+  const commands = totalCount(readCommandMeter());
+  return { rate: acquires.length / ((nowMs() - start) / 1000), commands, ops: acquires.length, acquires, releases };
+}
+
+/** Measures every spec on `servers`, interleaving their rounds. */
+export async function runUncontended(specs: readonly ContenderSpec[], servers: Servers, options: UncontendedOptions): Promise<UncontendedResult[]> {
+  interface Entry {
+    readonly spec: ContenderSpec;
+    readonly contender: Contender;
+    readonly key: string;
+    readonly rates: number[];
+    readonly acquires: number[];
+    readonly releases: number[];
+    readonly roundAcquireP50s: number[];
+    commands: number;
+    ops: number;
+  }
+  const opened: Entry[] = [];
   try {
     for (const spec of specs) {
-      const contender = await openContender(spec, url);
+      const contender = await openContender(spec, servers);
       const key = `bench:uncontended:${randomBytes(4).toString('hex')}`;
-      opened.push({ spec, contender, key, rates: [], commands: 0, ops: 0 });
+      opened.push({ spec, contender, key, rates: [], acquires: [], releases: [], roundAcquireP50s: [], commands: 0, ops: 0 });
       for (let i = 0; i < 200; i++) await cycle(contender, key);
     }
     for (let r = 0; r < options.rounds; r++) {
@@ -85,17 +124,30 @@ export async function runUncontended(specs: readonly ContenderSpec[], url: strin
       for (const entry of order) {
         const result = await round(entry.contender, entry.key, options.roundMs);
         entry.rates.push(result.rate);
+        entry.roundAcquireP50s.push(median(result.acquires));
+        entry.acquires.push(...result.acquires);
+        entry.releases.push(...result.releases);
         entry.commands += result.commands;
         entry.ops += result.ops;
       }
     }
-    return opened.map((e) => ({
-      label: e.spec.label,
-      library: e.spec.library,
-      opsPerSecond: median(e.rates),
-      rounds: e.rates,
-      commandsPerOp: e.commands / e.ops,
-    }));
+    return opened.map((e) => {
+      const acquires = sorted(e.acquires);
+      return {
+        label: e.spec.label,
+        library: e.spec.library,
+        spec: e.spec,
+        topology: topologyOf(e.spec),
+        servers: lockServers(e.spec, servers).length,
+        opsPerSecond: median(e.rates),
+        rounds: e.rates,
+        acquireP50: percentile(acquires, 50),
+        acquireP99: percentile(acquires, 99),
+        roundAcquireP50s: e.roundAcquireP50s,
+        releaseP50: median(e.releases),
+        commandsPerOp: e.commands / e.ops,
+      };
+    });
   } finally {
     for (const entry of opened) await entry.contender.close().catch(() => undefined);
   }

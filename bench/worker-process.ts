@@ -1,13 +1,14 @@
 /**
- * A worker in its own OS process (forked by `contended.ts`): opens its own connection for the
- * contender and one for the workload, warms up, and on `go` runs the same loop as in-process
- * workers, then reports its records and the commands it sent; on `close` (once the parent has taken
- * its measurements, so that teardown is not counted) it closes everything and exits.
+ * A worker in its own OS process (forked by `contended.ts`): opens its own connections for the
+ * contender (one per server its lock lives on) and one for the workload, warms up, and on `go` runs
+ * the same loop as in-process workers, then reports its records and the commands it sent; on
+ * `close` (once the parent has taken its measurements, so that teardown is not counted) it closes
+ * everything and exits.
  */
-import { installCommandMeter, readCommandMeter, resetCommandMeter } from './command-meter.js';
+import { installCommandMeter } from './command-meter.js';
 import { openContender, type Contender } from './contenders.js';
 import type { FromWorker, ToWorker } from './messages.js';
-import { connectData, runWorker, warmUp } from './workload.js';
+import { connectData, metered, runWorker, warmUp } from './workload.js';
 import type { Redis } from 'ioredis';
 
 installCommandMeter();
@@ -40,8 +41,8 @@ async function shutdown(code: number): Promise<void> {
 async function handle(message: ToWorker): Promise<void> {
   if (message.type === 'open') {
     worker = message.worker;
-    data = connectData(message.url);
-    contender = await openContender(message.spec, message.url);
+    data = connectData(message.servers.single);
+    contender = await openContender(message.spec, message.servers);
     await warmUp(contender, data, message.key, message.counterKey);
     await send({ type: 'ready' });
     return;
@@ -51,9 +52,9 @@ async function handle(message: ToWorker): Promise<void> {
     return;
   }
   if (contender === undefined || data === undefined) throw new Error('go before open');
-  resetCommandMeter();
-  const outcome = await runWorker(worker, contender, data, message.plan);
-  await send({ type: 'result', outcome, sent: readCommandMeter() });
+  const run = { contender, data, plan: message.plan };
+  const { result: outcome, usage } = await metered(() => runWorker(worker, run.contender, run.data, run.plan));
+  await send({ type: 'result', outcome, usage });
 }
 
 // The parent went away: do not outlive it.

@@ -3,6 +3,7 @@
  * acquire, GET+SET read-modify-write of a shared counter, release, think, until the deadline.
  */
 import { Redis } from 'ioredis';
+import { readCommandMeter, readMessageMeter, readScriptMeter, resetCommandMeter, type CommandCounts } from './command-meter.js';
 import type { Contender, Held } from './contenders.js';
 import { nowMs, type AcquisitionRecord } from './stats.js';
 
@@ -27,6 +28,25 @@ export interface WorkerOutcome {
   readonly giveUps: number;
   /** Whether the worker reached `hardStop` while waiting. */
   readonly stuck: boolean;
+}
+
+/** What a process's lock clients cost during a run: commands sent, pub/sub messages received, CPU time. */
+export interface ClientUsage {
+  readonly sent: CommandCounts;
+  /** Script calls by SHA1. */
+  readonly scripts: CommandCounts;
+  readonly messages: number;
+  /** User + system CPU time of the process (ms). */
+  readonly cpuMs: number;
+}
+
+/** Runs `work` with the command meter reset, and says what this process's clients cost meanwhile. */
+export async function metered<T>(work: () => Promise<T>): Promise<{ result: T; usage: ClientUsage }> {
+  resetCommandMeter();
+  const cpu = process.cpuUsage();
+  const result = await work();
+  const { user, system } = process.cpuUsage(cpu);
+  return { result, usage: { sent: readCommandMeter(), scripts: readScriptMeter(), messages: readMessageMeter(), cpuMs: (user + system) / 1000 } };
 }
 
 /** Opens the connection the workload's GET+SET goes through. */
