@@ -6,7 +6,8 @@
  *   path, and ioredis writing N commands one after another on one thread);
  * - majority: from there to the reply that makes a majority of grants;
  * - fence write-back: from there to the last reply of the second round, the fence written back to
- *   the majority that granted (raise-fence.lua);
+ *   the granting masters that gave a lower one (raise-fence.lua); 0 when the majority agreed on the
+ *   proposed fence (no second round);
  * - returning: from there to the acquire resolving (masters whose grant came after the majority's
  *   get the fence too: when their reply lands before the acquire returns, that write is sent on
  *   the acquire's path).
@@ -40,6 +41,8 @@ export interface Anatomy {
   readonly stragglersPerAcquire: number;
   /** Of those, the ones sent before the acquire returned (on its path). */
   readonly stragglersOnPathPerAcquire: number;
+  /** Acquires that needed the second round (the fence written back to the majority), per acquire. */
+  readonly secondRoundsPerAcquire: number;
   /** padlock mutex acquire on one server, then its steps. */
   readonly single: AnatomyRow;
   readonly singleSteps: readonly AnatomyRow[];
@@ -124,6 +127,7 @@ export async function redlockAnatomy(single: string, masters: readonly string[],
   const handing = new Samples(`handing ${masters.length} EVALSHAs to ioredis, one per master (no padlock)`);
   let stragglers = 0;
   let stragglersOnPath = 0;
+  let secondRounds = 0;
 
   const traceOne = async (): Promise<void> => {
     trace = [];
@@ -139,7 +143,9 @@ export async function redlockAnatomy(single: string, masters: readonly string[],
     const majorityAt = granted[granted.length - 1]?.replied ?? Number.NaN;
     const majorityNodes = new Set(granted.map((c) => c.node));
     const raised = calls.filter((c) => c.sha === raiseFenceScript.sha);
-    const written = Math.max(...raised.filter((c) => majorityNodes.has(c.node)).map((c) => c.replied));
+    const writeBack = raised.filter((c) => majorityNodes.has(c.node));
+    if (writeBack.length > 0) secondRounds++;
+    const written = writeBack.length > 0 ? Math.max(...writeBack.map((c) => c.replied)) : majorityAt;
     const late = raised.filter((c) => !majorityNodes.has(c.node));
     stragglers += late.length;
     stragglersOnPath += late.filter((c) => c.sent < resolved).length;
@@ -192,6 +198,7 @@ export async function redlockAnatomy(single: string, masters: readonly string[],
     for (const s of [total, sending, majority, fence, returning, singleAcquire, singleSending, singleRound, singleReturning, ping, pingMajority, pingAll, handing]) s.values.length = 0;
     stragglers = 0;
     stragglersOnPath = 0;
+    secondRounds = 0;
     for (let r = 0; r < options.rounds; r++) {
       const order = r % 2 === 0 ? measured : [...measured].reverse();
       for (const run of order) for (let i = 0; i < options.perRound; i++) await run();
@@ -202,6 +209,7 @@ export async function redlockAnatomy(single: string, masters: readonly string[],
       steps: [sending, majority, fence, returning].map((s) => s.row()),
       stragglersPerAcquire: stragglers / total.values.length,
       stragglersOnPathPerAcquire: stragglersOnPath / total.values.length,
+      secondRoundsPerAcquire: secondRounds / total.values.length,
       single: singleAcquire.row(),
       singleSteps: [singleSending, singleRound, singleReturning].map((s) => s.row()),
       floors: [ping, pingMajority, pingAll, handing].map((s) => s.row()),

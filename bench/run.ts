@@ -222,7 +222,8 @@ async function main(): Promise<void> {
         out.push(
           anatomyTable(anatomy),
           '',
-          `Fence write-backs to masters that granted after the majority, per acquire: ${fixed(anatomy.stragglersPerAcquire, 2)} ` +
+          `Acquires that needed the fence written back to the majority (a second round): ${fixed(anatomy.secondRoundsPerAcquire * 100, 1)} %; ` +
+          `fence write-backs to masters that granted after the majority, per acquire: ${fixed(anatomy.stragglersPerAcquire, 2)} ` +
             `(${fixed(anatomy.stragglersOnPathPerAcquire, 2)} sent before the acquire returned, on its path)`,
         );
       }

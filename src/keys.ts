@@ -9,7 +9,7 @@ export interface LockKeys {
   readonly name: string;
   /** Hash: owner token → hold count, plus `:fence` (held exactly while present) and `:log` (see protocol.md). */
   readonly lock: string;
-  /** Integer counter of fences (`INCR`); it never expires. */
+  /** The last fence given (decimal text), kept an hour after each acquisition (see _fence.lua). */
   readonly fence: string;
   /**
    * List of queued waiters' owner tokens, mutex and fair mutex alike, in arrival order (a woken mutex

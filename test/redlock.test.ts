@@ -111,6 +111,21 @@ describe('Redlock over 5 masters', () => {
     for (let i = 1; i < fences.length; i++) assert.ok(fences[i]! > fences[i - 1]!, `fences ${fences.join(', ')}`);
   });
 
+  it('a master whose fence is ahead of the proposal: its fence is written back, and a majority sharing one master with it gives more', async () => {
+    const padlock = redlock();
+    const name = 'rl:fence-ahead';
+    // As left by an attempt that won only this master, made by a client whose clock ran ahead.
+    const ahead = Math.floor(Date.now() * 1000) + 1e12;
+    await admins[0]!.set(lockKeys('padlock', name).fence, String(ahead), 'PX', 60_000);
+    const first = await frozen([3, 4], () => padlock.mutex(name).acquire());
+    assert.equal(first.fence, ahead + 1, 'the greatest fence of the majority {1,2,3}');
+    await first.release();
+    // {3,4,5} shares only master 3 with {1,2,3}: it knows the fence only if it was written back there.
+    const second = await frozen([0, 1], () => redlock().mutex(name).acquire());
+    assert.ok(second.fence > first.fence, `${second.fence} > ${first.fence}`);
+    await second.release();
+  });
+
   it('a hold whose renewals lose the majority is lost, and its holder is told', async () => {
     const padlock = redlock({ leaseMs: 3_000 });
     const lease: Lease = await padlock.mutex('rl:renew').acquire();

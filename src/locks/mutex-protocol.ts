@@ -61,16 +61,19 @@ export class MutexProtocol {
   /**
    * Takes the lock for a new `owner` if free. `try` never queues; `queue` (at the tail) and `requeue`
    * (at the head) make an owner that must wait join the queue, or refresh its heartbeat there.
+   * `fence`: the fence proposed for the hold (0: the server's clock decides).
    */
-  attempt(owner: string, leaseMs: number, mode: QueueMode, heartbeatMs: number): ScriptCall<AcquireReply> {
+  attempt(owner: string, leaseMs: number, mode: QueueMode, heartbeatMs: number, fence = 0): ScriptCall<AcquireReply> {
     const keys = scriptKeys(this.keys);
     const lock = this.keys.name;
     const grants = this.#grants(owner);
     // The owner is fresh: releasing one hold of it where nothing was granted changes nothing.
     const undoUnanswered = this.release(owner, 1);
-    if (mode === 'try') return { script: acquireScript, keys, args: [owner, leaseMs, this.kind], lock, grants, undoUnanswered };
+    const proposing = (proposed: number): ScriptCall<AcquireReply> => this.attempt(owner, leaseMs, mode, heartbeatMs, proposed);
+    if (mode === 'try') return { script: acquireScript, keys, args: [owner, leaseMs, this.kind, fence], lock, grants, undoUnanswered, proposing };
     const allowance = heartbeatMs * HEARTBEATS_ALLOWED;
-    return { script: enqueueScript, keys, args: [owner, leaseMs, this.kind, this.clientId, allowance, mode === 'queue' ? 'tail' : 'head'], lock, grants, undoUnanswered };
+    const args = [owner, leaseMs, this.kind, this.clientId, allowance, mode === 'queue' ? 'tail' : 'head', fence];
+    return { script: enqueueScript, keys, args, lock, grants, undoUnanswered, proposing };
   }
 
   /** Adds one hold for an `owner` that holds the lock (`not-held` otherwise); never shortens the lease. */

@@ -5,12 +5,18 @@
 -- more than FENCE_RETENTION_MS (see docs/protocol.md), and a server restarted empty still hands out
 -- greater fences. A µs count since 1970 is about 1.8e15: exact in a Lua number and in JavaScript,
 -- but Lua's own number-to-text conversion would round it: written as the text this returns second.
+-- Redlock proposes the fence instead (`proposed` > 0, the client's clock in µs, see
+-- src/topology/redlock.ts): the masters of a majority then give the same fence, and it is on a
+-- majority after one round; a master whose last fence is higher gives its own + 1 instead.
 local FENCE_RETENTION_MS = 3600000
-local function next_fence(fence_key)
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local function next_fence(fence_key, proposed)
+  local floor = proposed or 0
+  if floor <= 0 then
+    local t = redis.call('TIME')
+    floor = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
   -- INCRBY 0 reads the last fence (0 when none), and refuses a key that is not an integer.
-  local fence = math.max(redis.call('INCRBY', fence_key, 0) + 1, now)
+  local fence = math.max(redis.call('INCRBY', fence_key, 0) + 1, floor)
   local text = string.format('%.0f', fence)
   redis.call('SET', fence_key, text, 'PX', FENCE_RETENTION_MS)
   return fence, text

@@ -3,8 +3,9 @@
 -- whose message it missed: its state is returned, the lease lengthened to `lease`. A 'fair' owner
 -- takes a free lock only when no live waiter is queued ahead of it (dead ones at the head are
 -- dropped on the way, so a crashed waiter never blocks a free lock); a 'mutex' owner takes a free
--- lock whoever is queued (barging). A fresh hold gets the next fence and exactly its lease.
-local function take(lock, fence_key, queue, waiters, owner, lease, kind)
+-- lock whoever is queued (barging). A fresh hold gets the next fence (`proposed`: see next_fence)
+-- and exactly its lease.
+local function take(lock, fence_key, queue, waiters, owner, lease, kind, proposed)
   local count = tonumber(redis.call('HGET', lock, owner) or 0)
   if count > 0 then
     return {1, tonumber(redis.call('HGET', lock, ':fence')), count, lengthen(lock, lease)}
@@ -30,7 +31,7 @@ local function take(lock, fence_key, queue, waiters, owner, lease, kind)
   if redis.call('HDEL', waiters, owner) == 1 then
     redis.call('LREM', queue, 1, owner)
   end
-  local fence, text = next_fence(fence_key)
+  local fence, text = next_fence(fence_key, proposed)
   redis.call('HSET', lock, owner, 1, ':fence', text)
   redis.call('PEXPIRE', lock, lease)
   return {1, fence, 1, lease}

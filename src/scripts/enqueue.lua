@@ -9,13 +9,14 @@
           from for that long is taken for dead and skipped)
   ARGV[6] where a new entry goes: 'tail', or 'head' (a woken mutex waiter that someone else beat to
           the lock keeps its turn)
+  ARGV[7] the fence proposed for a fresh hold (Redlock; 0: the server's clock, see _fence.lua)
   Returns {1, fence, holdCount, pttl} when ARGV[1] holds the lock now (a fair waiter handed the
   lock claims it here, lengthened to its lease); {0, pttl} when it waits (queued; pttl as in
   acquire.lua).
   The waiter's entry is "expiry:leaseMs:allowanceMs:kind:clientId", expiry on the server's clock.
 ]]
 local lock, queue, waiters, owner = KEYS[1], KEYS[3], KEYS[4], ARGV[1]
-local taken = take(lock, KEYS[2], queue, waiters, owner, tonumber(ARGV[2]), ARGV[3])
+local taken = take(lock, KEYS[2], queue, waiters, owner, tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[7]))
 if taken then
   return taken
 end

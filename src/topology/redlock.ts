@@ -16,6 +16,7 @@ import { bound, driftMs, monotonicNow } from '../clock.js';
 import { QuorumError, RedisUnavailableError, type NodeOutcome } from '../errors.js';
 import type { CommandConnection, SubscriberConnection } from '../redis/connection.js';
 import { fanInSubscriber } from '../redis/fan-in-subscriber.js';
+import { FenceProposer } from './fence-proposer.js';
 import { ScriptRunner } from '../redis/script-runner.js';
 import {
   acquireScript,
@@ -57,6 +58,7 @@ export class Redlock implements Topology {
   readonly quorum: number;
   readonly #masters: readonly Master[];
   readonly #nodeTimeoutMs: number;
+  readonly #fences = new FenceProposer();
 
   constructor(connections: readonly CommandConnection[], readonly replyTimeoutMs: number) {
     this.#masters = connections.map((connection) => ({ address: connection.address, runner: new ScriptRunner(connection), connection }));
@@ -103,25 +105,30 @@ export class Redlock implements Topology {
   /** Sends `call` to every master at once, each bounded by the per-master time-out, and adds the answers up. */
   async #round<Result>(call: ScriptCall<Result>, gaveUp?: AbortSignal): Promise<Result> {
     const startedAt = monotonicNow();
-    const asked = this.#masters.map((node) => this.#ask(node, call, gaveUp));
     // The rule is the call's script's; each branch reads the reply type that script has.
     const script = call.script as unknown;
     if (script === acquireScript || script === enqueueScript || script === reenterScript) {
-      // A grant needs no more answers once a majority granted: a slow master's answer only adds to the hold.
-      const enough = (got: readonly Answer<AcquireReply>[]): boolean => got.filter((a) => a.ok && a.value.status === 'acquired').length >= this.quorum;
-      const all = asked as unknown as Promise<Answer<AcquireReply>>[];
-      const answers = await gather(all, enough);
-      const fresh = script !== reenterScript;
-      const reply = await this.#grant(call as unknown as ScriptCall<AcquireReply>, answers, startedAt, fresh);
-      if (fresh && reply.status === 'acquired') this.#raiseStragglers(call as unknown as ScriptCall<AcquireReply>, all, answers, reply.fence);
-      return reply as unknown as Result;
+      return (await this.#acquire(call as unknown as ScriptCall<AcquireReply>, startedAt, gaveUp)) as unknown as Result;
     }
-    const answers = await Promise.all(asked);
+    const answers = await Promise.all(this.#masters.map((node) => this.#ask(node, call, gaveUp)));
     if (script === renewScript) return this.#renew(call.lock, answers as unknown as Answer<number[]>[]) as unknown as Result;
     if (script === releaseScript) return this.#release(call.lock, answers as unknown as Answer<ReleaseReply>[]) as unknown as Result;
     if (script === leaveScript || script === forceReleaseScript) return this.#any(call.lock, answers as unknown as Answer<boolean>[]) as unknown as Result;
     if (script === inspectScript) return this.#inspect(call.lock, answers as unknown as Answer<InspectReply>[]) as unknown as Result;
     throw new TypeError(`Redlock has no rule for ${call.script.name}`);
+  }
+
+  /** A grant (acquire, enqueue, re-enter): a fresh hold is proposed a fence the masters can agree on. */
+  async #acquire(asked: ScriptCall<AcquireReply>, startedAt: number, gaveUp?: AbortSignal): Promise<AcquireReply> {
+    const fresh = asked.script !== reenterScript;
+    const call = fresh && asked.proposing !== undefined ? asked.proposing(this.#fences.propose()) : asked;
+    const all = this.#masters.map((node) => this.#ask(node, call, gaveUp));
+    // A grant needs no more answers once a majority granted: a slow master's answer only adds to the hold.
+    const enough = (got: readonly Answer<AcquireReply>[]): boolean => got.filter((a) => a.ok && a.value.status === 'acquired').length >= this.quorum;
+    const answers = await gather(all, enough);
+    const reply = await this.#grant(call, answers, startedAt, fresh);
+    if (fresh && reply.status === 'acquired') this.#raiseStragglers(call, all, answers, reply.fence);
+    return reply;
   }
 
   /** One master's answer, within its time-out; a grant it makes after that is given back there. */
@@ -155,7 +162,10 @@ export class Redlock implements Topology {
       // the one a majority holds (a master that granted late may still show its own until raised).
       const fences = granted.map((a) => a.value.fence);
       const fence = fresh ? Math.max(...fences) : agreed(fences);
-      if (validity > 0 && (!fresh || (await this.#raiseFence(call, granted.map((a) => a.node), fence)))) {
+      if (fresh) this.#fences.observe(fence);
+      // Where every granting master gave the proposed fence, a majority has it already: one round.
+      const behind = granted.filter((a) => a.value.fence < fence).map((a) => a.node);
+      if (validity > 0 && (!fresh || (await this.#raiseFence(call, behind, fence, granted.length - behind.length)))) {
         return { status: 'acquired', fence, holdCount: Math.max(...granted.map((a) => a.value.holdCount)), pttl };
       }
     }
@@ -186,14 +196,15 @@ export class Redlock implements Topology {
     }
   }
 
-  /** Writes `fence` back to the granting masters; true when a majority took it. */
-  async #raiseFence(call: ScriptCall<AcquireReply>, masters: readonly Master[], fence: number): Promise<boolean> {
+  /** Writes `fence` back to granting `masters` that gave less; true when a majority has it, counting the `having` ones that gave it. */
+  async #raiseFence(call: ScriptCall<AcquireReply>, masters: readonly Master[], fence: number, having = 0): Promise<boolean> {
+    if (having >= this.quorum) return true;
     const [lock, fenceKey] = call.keys;
     const owner = call.args[0];
     if (lock === undefined || fenceKey === undefined || owner === undefined) return false;
     const raise = { script: raiseFenceScript, keys: [lock, fenceKey], args: [owner, fence.toFixed(0)], lock: call.lock };
     const raised = await Promise.all(masters.map(async (node) => (await this.#ask(node, raise)).ok));
-    return raised.filter(Boolean).length >= this.quorum;
+    return having + raised.filter(Boolean).length >= this.quorum;
   }
 
   #renew(lock: string | undefined, answers: readonly Answer<number[]>[]): number[] {

@@ -37,13 +37,19 @@ export interface ScriptCall<Result> {
    * For a call that may grant a hold to a fresh owner: what gives back a grant whose reply never
    * came (a master that did not answer in time may still have granted it). Harmless where it did not.
    */
-  readonly undoUnanswered?: Omit<ScriptCall<unknown>, 'grants' | 'undoUnanswered'> | undefined;
+  readonly undoUnanswered?: Omit<ScriptCall<unknown>, 'grants' | 'undoUnanswered' | 'proposing'> | undefined;
+  /**
+   * For a call that may give a fresh hold a fence: the same call with `fence` proposed for it (a
+   * server gives it unless its last fence is as high; see _fence.lua). A topology that combines the
+   * fences of several servers proposes one, so that they agree; alone, a server reads its clock.
+   */
+  readonly proposing?: ((fence: number) => ScriptCall<Result>) | undefined;
 }
 
 /** A call's reply granted or lengthened a hold. */
 export interface Granted {
   /** The call that gives the grant back, if it must be (a renewal needs none). */
-  readonly undo: Omit<ScriptCall<unknown>, 'grants' | 'undoUnanswered'> | undefined;
+  readonly undo: Omit<ScriptCall<unknown>, 'grants' | 'undoUnanswered' | 'proposing'> | undefined;
 }
 
 /** Where locks live, and how a call reaches them. */
