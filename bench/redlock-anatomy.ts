@@ -15,7 +15,7 @@
  * Beside them, on the same servers and interleaved with them, the floors this machine sets: one
  * PING to one master, a PING to every master at once (the shape of a peer's Redlock acquire: one
  * parallel round), and the cost of handing N EVALSHAs (of a one-line script, with as many keys and
- * arguments as padlock's acquire.lua: 4 and 3) to ioredis, which writes each to its socket at once.
+ * arguments as padlock's acquire.lua: 3 and 4) to ioredis, which writes each to its socket at once.
  * Benchmark-only instrumentation: it recognises padlock's scripts by their SHA1.
  */
 import { randomBytes } from 'node:crypto';
@@ -187,7 +187,7 @@ export async function redlockAnatomy(single: string, masters: readonly string[],
     },
     async () => {
       const called = nowMs();
-      const replies = pingClients.map((c) => c.evalsha(trivialSha, 4, key, `${key}:fence`, `${key}:queue`, `${key}:waiters`, 'owner', '30000', 'mutex'));
+      const replies = pingClients.map((c) => c.evalsha(trivialSha, 3, key, `${key}:queue`, `${key}:waiters`, 'owner', '30000', 'mutex', '0'));
       handing.values.push(nowMs() - called);
       await Promise.all(replies);
     },

@@ -7,24 +7,22 @@
 export interface LockKeys {
   /** The lock's name as the caller gave it. */
   readonly name: string;
-  /** Hash: owner token → hold count, plus `:fence` (held exactly while present) and `:log` (see protocol.md). */
-  readonly lock: string;
-  /** The last fence given (decimal text), kept an hour after each acquisition (see _fence.lua). */
-  readonly fence: string;
   /**
-   * List of queued waiters' owner tokens, mutex and fair mutex alike, in arrival order (a woken mutex
-   * waiter that someone else beat to the lock goes back to the head).
+   * String: `<fence>|<owner>|<count>|<log>`. Held while count ≥ 1; once freed, a tombstone (owner
+   * empty, count 0) keeps the last fence and the request log for an hour (see docs/protocol.md).
+   */
+  readonly lock: string;
+  /**
+   * List of queued waiters' entries, mutex and fair mutex alike, in arrival order (a woken mutex
+   * waiter that someone else beat to the lock goes back to the head). An entry is
+   * `owner|clientId|leaseMs|allowanceMs|kind|since|expiry` (`since`, `expiry`: ms on the server's
+   * clock, `expiry` its heartbeat's; `kind` is `mutex` or `fair`).
    */
   readonly queue: string;
-  /**
-   * Hash: queued owner token → `expiry:leaseMs:allowanceMs:kind:clientId`, its heartbeat (`expiry` in
-   * ms on the server's clock; `kind` is `mutex` or `fair`).
-   */
+  /** Hash: queued owner token → its entry in the queue, as it stands there. */
   readonly waiters: string;
   /**
-   * Pub/sub channel on which `released` is published each time a release, leave or force-release
-   * frees the lock without handing it over (nothing when a lease runs out). For observers: padlock's
-   * waiters listen on their {@link waiterChannel}, named after it.
+   * The prefix of the waiters' channels ({@link waiterChannel}); nothing is published on it itself.
    */
   readonly released: string;
 }
@@ -43,16 +41,15 @@ export function lockKeys(prefix: string, name: string): LockKeys {
   return {
     name,
     lock: `${base}:lock`,
-    fence: `${base}:fence`,
     queue: `${base}:queue`,
     waiters: `${base}:waiters`,
     released: `${base}:released`,
   };
 }
 
-/** The four keys that acquire, release, leave and force-release take, in their `KEYS` order. */
+/** The three keys that acquire, enqueue, release, leave and force-release take, in their `KEYS` order. */
 export function scriptKeys(keys: LockKeys): string[] {
-  return [keys.lock, keys.fence, keys.queue, keys.waiters];
+  return [keys.lock, keys.queue, keys.waiters];
 }
 
 /**

@@ -7,6 +7,7 @@ import { lockKeys } from '../src/keys.js';
 import { MutexProtocol } from '../src/locks/mutex-protocol.js';
 import { probeScripts, probeWakes } from './harness/probes.js';
 import { connect, delay, eventually, padlockOn, runCall, startServer } from './harness/redis.js';
+import { holdsOf } from './harness/lock-state.js';
 
 const fixture = (name: string): string => fileURLToPath(new URL(`./fixtures/${name}.js`, import.meta.url));
 
@@ -121,7 +122,7 @@ describe('fairMutex', () => {
     const live = p.fairMutex('fair:passon').acquire({ waitMs: 10_000 });
     assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 2));
     await holder.release(); // handed to the ghost
-    assert.equal(await admin.hget(keys.lock, ghost), '1');
+    assert.equal(await holdsOf(admin, keys.lock, ghost), 1);
     assert.equal(await runCall(admin, ghostProtocol.leave(ghost)), true, 'the ghost gives up and passes the lock on');
     const lease = await live;
     assert.ok(lease.isHeld);

@@ -13,6 +13,7 @@ import { acquireScript, leaveScript } from '../src/scripts/index.js';
 import { delay, eventually } from './harness/redis.js';
 import { probeScripts } from './harness/probes.js';
 import { TOPOLOGIES, eachKind, useTopology, type Kind, type PadlockRedis } from './harness/suite.js';
+import { queuedOwners } from './harness/lock-state.js';
 
 function lockOf(padlock: Padlock, kind: Kind, name: string): Lockable {
   return padlock[kind](name);
@@ -28,7 +29,7 @@ for (const factory of TOPOLOGIES) {
     async function queueOf(name: string, every = false): Promise<{ queue: string[]; waiters: string[] }> {
       const keys = lockKeys('padlock', name);
       const read = every ? topology.readEvery.bind(topology) : topology.read.bind(topology);
-      return read(async (reader) => ({ queue: await reader.lrange(keys.queue, 0, -1), waiters: await reader.hkeys(keys.waiters) }));
+      return read(async (reader) => ({ queue: await queuedOwners(reader, keys.queue), waiters: await reader.hkeys(keys.waiters) }));
     }
     /** Resolves once every call `side` sent for lock `name` before now has run. */
     function behind(side: { client: PadlockRedis }, name: string): Promise<void> {

@@ -11,6 +11,7 @@ import { lockKeys } from '../src/keys.js';
 import { LockLostError, Padlock, PadlockOptionError, QuorumError, type Lease } from '../src/index.js';
 import type { PadlockOptions } from '../src/options.js';
 import { connect, eventually, startServers } from './harness/redis.js';
+import { holdsOf, isHeld, readLock } from './harness/lock-state.js';
 
 let masters: RedisServer[];
 let admins: Redis[];
@@ -41,7 +42,7 @@ async function frozen<T>(indexes: readonly number[], work: () => Promise<T>): Pr
 /** On which masters `owner` holds `name`. */
 async function holdersOf(name: string, owner: string, indexes = [0, 1, 2, 3, 4]): Promise<number[]> {
   const key = lockKeys('padlock', name).lock;
-  const held = await Promise.all(indexes.map(async (i) => (await admins[i]!.hexists(key, owner)) === 1));
+  const held = await Promise.all(indexes.map(async (i) => (await holdsOf(admins[i]!, key, owner)) > 0));
   return indexes.filter((_, j) => held[j]);
 }
 
@@ -52,8 +53,8 @@ describe('Redlock over 5 masters', () => {
     const lease = await padlock.mutex('rl:basic').acquire();
     assert.ok(await eventually(async () => (await holdersOf('rl:basic', lease.owner)).length === 5), 'held on every master');
     const key = lockKeys('padlock', 'rl:basic').lock;
-    const fences = async (): Promise<string[]> => Promise.all(admins.map(async (a) => (await a.hget(key, ':fence')) ?? ''));
-    assert.ok(await eventually(async () => (await fences()).every((f) => f === String(lease.fence))), 'every master shows the hold\'s fence, a late granter\'s raised too');
+    const fences = async (): Promise<number[]> => Promise.all(admins.map(async (a) => (await readLock(a, key))?.fence ?? 0));
+    assert.ok(await eventually(async () => (await fences()).every((f) => f === lease.fence)), 'every master shows the hold\'s fence, a late granter\'s raised too');
     assert.equal(await other.mutex('rl:basic').tryAcquire(), null, 'held by another');
     const inner = await padlock.mutex('rl:basic').acquire({ owner: lease.owner });
     assert.equal(inner.fence, lease.fence);
@@ -92,7 +93,7 @@ describe('Redlock over 5 masters', () => {
     assert.equal(error.nodes.filter((n) => n.outcome === 'error').length, 3);
     assert.equal(owner, '', 'nothing was acquired');
     const key = lockKeys('padlock', 'rl:majority').lock;
-    assert.ok(await eventually(async () => (await admins[3]!.hexists(key, ':fence')) === 0 && (await admins[4]!.hexists(key, ':fence')) === 0), 'the live masters\' grants were undone');
+    assert.ok(await eventually(async () => !(await isHeld(admins[3]!, key)) && !(await isHeld(admins[4]!, key))), 'the live masters\' grants were undone');
   });
 
   it('fences increase across overlapping majorities: {1,2,3} five times, then {3,4,5}, then {1,2,4}', async () => {
@@ -114,9 +115,9 @@ describe('Redlock over 5 masters', () => {
   it('a master whose fence is ahead of the proposal: its fence is written back, and a majority sharing one master with it gives more', async () => {
     const padlock = redlock();
     const name = 'rl:fence-ahead';
-    // As left by an attempt that won only this master, made by a client whose clock ran ahead.
+    // As left on this master by a hold (its tombstone) whose fence came from a client whose clock ran ahead.
     const ahead = Math.floor(Date.now() * 1000) + 1e12;
-    await admins[0]!.set(lockKeys('padlock', name).fence, String(ahead), 'PX', 60_000);
+    await admins[0]!.set(lockKeys('padlock', name).lock, `${ahead}||0| `, 'PX', 60_000);
     const first = await frozen([3, 4], () => padlock.mutex(name).acquire());
     assert.equal(first.fence, ahead + 1, 'the greatest fence of the majority {1,2,3}');
     await first.release();

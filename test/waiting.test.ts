@@ -5,6 +5,7 @@ import { lockKeys, waiterChannel } from '../src/keys.js';
 import { MutexProtocol } from '../src/locks/mutex-protocol.js';
 import { probeScripts, probeWakes, type WakeProbe } from './harness/probes.js';
 import { commandCalls, connect, delay, eventually, padlockOn, runCall, startServer } from './harness/redis.js';
+import { holdsOf } from './harness/lock-state.js';
 
 let server: RedisServer;
 before(async () => {
@@ -178,7 +179,7 @@ describe('waiting without polling (mutex)', () => {
     const lease = await waiterSide.mutex('wake:crash').acquire({ waitMs: 10_000 });
     const waitedSinceHolderAsked = performance.now() - sentAt;
     assert.ok(lease.fence > holder.fence);
-    assert.equal(await admin.hget(lockKeys('padlock', 'wake:crash').lock, lease.owner), '1');
+    assert.equal(await holdsOf(admin, lockKeys('padlock', 'wake:crash').lock, lease.owner), 1);
     // Redis expires the hold at least leaseMs after it was asked for (ms rounding aside).
     assert.ok(waitedSinceHolderAsked >= leaseMs - 2, `granted ${waitedSinceHolderAsked.toFixed(0)} ms after the holder asked for ${leaseMs} ms`);
     assert.equal((await commandCalls(admin, 'publish')) - publishes, 0, 'nothing was published: no release, no wake-up');

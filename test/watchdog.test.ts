@@ -4,6 +4,7 @@ import type { RedisServer } from '../src/devserver/redis-server.js';
 import { LockLostError, LockNotHeldError, type Lease } from '../src/index.js';
 import { lockKeys } from '../src/keys.js';
 import { commandCalls, connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
+import { readLock } from './harness/lock-state.js';
 
 let server: RedisServer;
 before(async () => {
@@ -114,18 +115,18 @@ describe('watchdog', () => {
     assert.equal(lostReason(lease), 'expired');
   });
 
-  it('renewal reads the key through the lock hash layout of docs/protocol.md', async () => {
+  it('renewal reads the key through the lock layout of docs/protocol.md', async () => {
     const admin = connect(server);
     const padlock = padlockOn(server, { leaseMs: 300 });
     const lease = await padlock.mutex('wd:layout').acquire();
     const keys = lockKeys('padlock', 'wd:layout');
-    assert.equal(await admin.hget(keys.lock, lease.owner), '1');
-    assert.equal(await admin.hget(keys.lock, ':fence'), String(lease.fence));
-    assert.equal(await admin.get(keys.fence), String(lease.fence));
-    const fenceTtl = await admin.pttl(keys.fence);
-    assert.ok(fenceTtl > 0 && fenceTtl <= 3_600_000, `the fence key expires within an hour: ${fenceTtl} ms`);
+    assert.deepEqual(await readLock(admin, keys.lock), { fence: lease.fence, owner: lease.owner, count: 1, log: ' ' });
     await delay(400);
     assert.ok((await admin.pttl(keys.lock)) > 0);
     await lease.release();
+    const tombstone = await readLock(admin, keys.lock);
+    assert.ok(tombstone !== undefined && tombstone.fence === lease.fence && tombstone.count === 0 && tombstone.owner === '', 'freed, the key keeps the fence');
+    const tombstoneTtl = await admin.pttl(keys.lock);
+    assert.ok(tombstoneTtl > 0 && tombstoneTtl <= 3_600_000, `the tombstone expires within an hour: ${tombstoneTtl} ms`);
   });
 });

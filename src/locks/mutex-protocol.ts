@@ -20,8 +20,6 @@ import {
 import { newRequestId } from '../tokens.js';
 import type { Granted, ScriptCall } from '../topology/topology.js';
 
-/** A freed lock keeps its request log this long, so a resent release is recognised. */
-export const TOMBSTONE_MS = 10_000;
 /** A waiter that missed this many heartbeats in a row is taken for dead and skipped. */
 export const HEARTBEATS_ALLOWED = 3;
 
@@ -88,17 +86,17 @@ export class MutexProtocol {
 
   /** Releases `count` holds of `owner`; the last one frees the lock and gives the turn to the queue. */
   release(owner: string, count: number): ScriptCall<ReleaseReply> {
-    return { script: releaseScript, keys: scriptKeys(this.keys), args: [owner, count, newRequestId(), this.keys.released, TOMBSTONE_MS, this.#publish], lock: this.keys.name };
+    return { script: releaseScript, keys: scriptKeys(this.keys), args: [owner, count, newRequestId(), this.keys.released, this.#publish], lock: this.keys.name };
   }
 
   /** Takes a waiter that gave up out of the queue, passing on a turn it was given. Idempotent. */
   leave(owner: string): ScriptCall<boolean> {
-    return { script: leaveScript, keys: scriptKeys(this.keys), args: [owner, this.keys.released, TOMBSTONE_MS, this.#publish], lock: this.keys.name };
+    return { script: leaveScript, keys: scriptKeys(this.keys), args: [owner, this.keys.released, this.#publish], lock: this.keys.name };
   }
 
   /** Deletes the lock whoever holds it and gives the turn to the queue. */
   forceRelease(): ScriptCall<boolean> {
-    return { script: forceReleaseScript, keys: scriptKeys(this.keys), args: [this.keys.released, TOMBSTONE_MS, this.#publish], lock: this.keys.name };
+    return { script: forceReleaseScript, keys: scriptKeys(this.keys), args: [this.keys.released, this.#publish], lock: this.keys.name };
   }
 
   /** Reads the lock's holders, fence and remaining lease. */

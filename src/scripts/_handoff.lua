@@ -1,49 +1,42 @@
 -- Gives a free lock's turn to the first live waiter of the queue, skipping (and forgetting) waiters
--- whose heartbeat ran out; that waiter leaves the queue. A waiter entry is
--- "expiry:leaseMs:allowanceMs:kind:clientId" (server ms). With no live waiter: false.
--- A fair waiter is handed the lock: new fence, first lease capped at its heartbeat allowance (so a
--- waiter that died just before its turn blocks the queue no longer than that; the live one
--- lengthens it within a third of it), and "owner fence pttl" published on its client's channel; returns true.
+-- whose heartbeat ran out; that waiter leaves the queue. `state` is the lock's (nil: no key).
+-- A fair waiter is handed the lock: next fence, first lease capped at its heartbeat allowance (so
+-- a waiter that died just before its turn blocks the queue no longer than that; the live one
+-- lengthens it within a third of it), and "owner fence pttl" published on its client's channel;
+-- returns true.
 -- A mutex waiter is only woken ("owner wake"): the lock stays free, anyone may take it (the woken
--- waiter, beaten to it, rejoins at the head with enqueue.lua's 'head'); false.
+-- waiter, beaten to it, rejoins at the head with enqueue.lua's 'head'); false. So is no waiter.
 -- `publish` is 'SPUBLISH' on a Cluster (the message stays on the slot's shard), else 'PUBLISH'.
-local function hand_off(lock, fence_key, queue, waiters, channel, publish)
+local function hand_off(lock, state, queue, waiters, channel, publish)
   local now
   while true do
     local head = redis.call('LPOP', queue)
     if not head then
       return false
     end
+    local waiter = parse_entry(head)
+    redis.call('HDEL', waiters, waiter.owner)
     now = now or server_now()
-    local entry = redis.call('HGET', waiters, head)
-    redis.call('HDEL', waiters, head)
-    if entry then
-      local expiry, lease, allowance, kind, client = string.match(entry, '^(%d+):(%d+):(%d+):(%a+):(.+)$')
-      if tonumber(expiry) >= now then
-        if kind ~= 'fair' then
-          redis.call(publish, channel .. ':' .. client, head .. ' wake')
-          return false
-        end
-        local fence, text = next_fence(fence_key)
-        local pttl = math.min(tonumber(lease), tonumber(allowance))
-        redis.call('HSET', lock, head, 1, ':fence', text)
-        redis.call('PEXPIRE', lock, pttl)
-        redis.call(publish, channel .. ':' .. client, head .. ' ' .. text .. ' ' .. pttl)
-        return true
+    if waiter.expiry >= now then
+      if waiter.kind ~= 'fair' then
+        redis.call(publish, channel .. ':' .. waiter.client, waiter.owner .. ' wake')
+        return false
       end
+      local fence = next_fence(state, nil)
+      local pttl = math.min(waiter.lease, waiter.allowance)
+      write_lock(lock, {fence = fence, owner = waiter.owner, count = 1, log = state and state.log or ' '}, pttl)
+      redis.call(publish, channel .. ':' .. waiter.client, waiter.owner .. ' ' .. fence .. ' ' .. pttl)
+      return true
     end
   end
 end
 
--- Frees a lock whose last hold is gone (its owner and ':fence' fields already deleted): hands it
--- to, or wakes, the queue's first live waiter; unless handed over, leaves a tombstone (the request
--- log, if the hash still has one) and announces the release on the lock's channel.
-local function free_lock(lock, fence_key, queue, waiters, channel, tombstone, publish)
-  if hand_off(lock, fence_key, queue, waiters, channel, publish) then
-    return
+-- Frees a lock whose last hold is gone: hands it to, or wakes, the queue's first live waiter;
+-- unless handed over, leaves the tombstone (fence and request log kept).
+local function free_lock(lock, state, queue, waiters, channel, publish)
+  if not hand_off(lock, state, queue, waiters, channel, publish) then
+    tombstone(lock, state)
   end
-  redis.call('PEXPIRE', lock, tombstone)
-  redis.call(publish, channel, 'released')
 end
 
 -- The publish command a caller asked for: only these two are ever run.

@@ -4,35 +4,36 @@
 -- takes a free lock only when no live waiter is queued ahead of it (dead ones at the head are
 -- dropped on the way, so a crashed waiter never blocks a free lock); a 'mutex' owner takes a free
 -- lock whoever is queued (barging). A fresh hold gets the next fence (`proposed`: see next_fence)
--- and exactly its lease.
-local function take(lock, fence_key, queue, waiters, owner, lease, kind, proposed)
-  local count = tonumber(redis.call('HGET', lock, owner) or 0)
-  if count > 0 then
-    return {1, tonumber(redis.call('HGET', lock, ':fence')), count, lengthen(lock, lease)}
-  end
-  if redis.call('HEXISTS', lock, ':fence') == 1 then
+-- and exactly its lease; the owner leaves the queue if it was in it.
+local function take(lock, queue, waiters, owner, lease, kind, proposed)
+  local state = read_lock(lock)
+  if state and state.count > 0 then
+    if state.owner == owner then
+      return {1, tonumber(state.fence), state.count, lengthen(lock, lease)}
+    end
     return nil
   end
   if kind == 'fair' then
-    local now = server_now()
+    local now
     while true do
       local head = redis.call('LINDEX', queue, 0)
-      if not head or head == owner then
+      if not head then
         break
       end
-      local entry = redis.call('HGET', waiters, head)
-      if entry and tonumber(string.match(entry, '^(%d+):')) >= now then
+      local waiter = parse_entry(head)
+      if waiter.owner == owner then
+        break
+      end
+      now = now or server_now()
+      if waiter.expiry >= now then
         return nil
       end
       redis.call('LPOP', queue)
-      redis.call('HDEL', waiters, head)
+      redis.call('HDEL', waiters, waiter.owner)
     end
   end
-  if redis.call('HDEL', waiters, owner) == 1 then
-    redis.call('LREM', queue, 1, owner)
-  end
-  local fence, text = next_fence(fence_key, proposed)
-  redis.call('HSET', lock, owner, 1, ':fence', text)
-  redis.call('PEXPIRE', lock, lease)
-  return {1, fence, 1, lease}
+  drop_waiter(queue, waiters, owner)
+  local fence = next_fence(state, proposed)
+  write_lock(lock, {fence = fence, owner = owner, count = 1, log = state and state.log or ' '}, lease)
+  return {1, tonumber(fence), 1, lease}
 end

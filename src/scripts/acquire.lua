@@ -1,11 +1,12 @@
 --[[
   Take a lock for a fresh owner if it is free (fair: and no live waiter is queued ahead); never
   queue. One attempt: `tryAcquire`, and a waiter's first try.
-  KEYS[1] lock hash   KEYS[2] fence counter   KEYS[3] queue list   KEYS[4] waiters hash
+  KEYS[1] lock   KEYS[2] queue list   KEYS[3] waiters hash
   ARGV[1] owner token  ARGV[2] lease ms  ARGV[3] kind: 'mutex' or 'fair'
-  ARGV[4] the fence proposed for a fresh hold (Redlock; 0: the server's clock, see _fence.lua)
+  ARGV[4] the fence proposed for a fresh hold (Redlock; 0: none, see _lock.lua)
   Returns {1, fence, holdCount, pttl} when ARGV[1] holds the lock now (a resend returns the state);
-  {0, pttl} when it must wait (pttl: the lock key's PTTL, the holder's remaining lease; for a fair
-  lock that is free but has a live waiter ahead, -2 or a tombstone's).
+  {0, pttl} when it must wait (pttl: the lock key's PTTL, the holder's remaining lease, which bounds
+  the waiter's fallback timer; for a fair lock that is free but has a live waiter ahead, its
+  tombstone's or -2).
 ]]
-return take(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])) or {0, redis.call('PTTL', KEYS[1])}
+return take(KEYS[1], KEYS[2], KEYS[3], ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])) or {0, redis.call('PTTL', KEYS[1])}

@@ -2,35 +2,56 @@
   As acquire.lua, but an owner that must wait joins the queue, or refreshes its place there (a
   heartbeat): the same call that finds the lock held queues its waiter, so no release can slip
   between the two.
-  KEYS[1] lock hash   KEYS[2] fence counter   KEYS[3] queue list   KEYS[4] waiters hash
+  KEYS[1] lock   KEYS[2] queue list   KEYS[3] waiters hash
   ARGV[1] owner token  ARGV[2] lease ms  ARGV[3] kind: 'mutex' or 'fair'
   ARGV[4] client id (its channel gets the wake-up or handoff)
   ARGV[5] heartbeat allowance ms (the caller's heartbeat interval × 3: a queued waiter not heard
           from for that long is taken for dead and skipped)
   ARGV[6] where a new entry goes: 'tail', or 'head' (a woken mutex waiter that someone else beat to
           the lock keeps its turn)
-  ARGV[7] the fence proposed for a fresh hold (Redlock; 0: the server's clock, see _fence.lua)
+  ARGV[7] the fence proposed for a fresh hold (Redlock; 0: none, see _lock.lua)
   Returns {1, fence, holdCount, pttl} when ARGV[1] holds the lock now (a fair waiter handed the
   lock claims it here, lengthened to its lease); {0, pttl} when it waits (queued; pttl as in
   acquire.lua).
-  The waiter's entry is "expiry:leaseMs:allowanceMs:kind:clientId", expiry on the server's clock.
 ]]
-local lock, queue, waiters, owner = KEYS[1], KEYS[3], KEYS[4], ARGV[1]
-local taken = take(lock, KEYS[2], queue, waiters, owner, tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[7]))
+local lock, queue, waiters, owner = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
+local taken = take(lock, queue, waiters, owner, tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[7]))
 if taken then
   return taken
 end
 local allowance = tonumber(ARGV[5])
-local entry = (server_now() + allowance) .. ':' .. ARGV[2] .. ':' .. allowance .. ':' .. ARGV[3] .. ':' .. ARGV[4]
-if redis.call('HSET', waiters, owner, entry) == 1 then
+local now = server_now()
+local fields = '|' .. ARGV[4] .. '|' .. ARGV[2] .. '|' .. allowance .. '|' .. ARGV[3] .. '|'
+local entry = owner .. fields .. now .. '|' .. (now + allowance)
+-- The queue's keys outlive their last live waiter by one to three allowances: set when the queue
+-- is made, lengthened by heartbeats (only ever lengthened: a waiter with a short allowance must
+-- not cut short the entries of waiters with longer ones).
+local keep = allowance * 3
+if redis.call('HSETNX', waiters, owner, entry) == 1 then
+  local length
   if ARGV[6] == 'head' then
-    redis.call('LPUSH', queue, owner)
+    length = redis.call('LPUSH', queue, entry)
   else
-    redis.call('RPUSH', queue, owner)
+    length = redis.call('RPUSH', queue, entry)
   end
+  if length == 1 then
+    redis.call('PEXPIRE', queue, keep)
+    redis.call('PEXPIRE', waiters, keep)
+  end
+  return {0, redis.call('PTTL', lock)}
 end
--- The queue's keys outlive their last live waiter by one allowance at most. Only ever lengthened:
--- a waiter with a short allowance must not cut short the entries of waiters with longer ones.
-lengthen(queue, allowance * 2)
-lengthen(waiters, allowance * 2)
+-- Queued already (a heartbeat, or a resent call): its entry gets the new expiry, in place.
+local old = redis.call('HGET', waiters, owner)
+entry = owner .. fields .. parse_entry(old).since .. '|' .. (now + allowance)
+local at = redis.call('LPOS', queue, old)
+if at then
+  redis.call('LSET', queue, at, entry)
+else
+  redis.call('RPUSH', queue, entry)
+end
+redis.call('HSET', waiters, owner, entry)
+if redis.call('PTTL', queue) < allowance * 2 then
+  redis.call('PEXPIRE', queue, keep)
+  redis.call('PEXPIRE', waiters, keep)
+end
 return {0, redis.call('PTTL', lock)}

@@ -1,16 +1,14 @@
 --[[
-  Delete a lock whoever holds it (operators), and free it as a release does: the queue's first
-  live waiter is handed the lock (fair) or woken (mutex); unless handed over, the release is
-  announced on ARGV[1].
-  KEYS[1] lock hash   KEYS[2] fence counter   KEYS[3] queue list   KEYS[4] waiters hash
-  ARGV[1] release channel  ARGV[2] tombstone ms (unused in effect: the hash and its request log
-          are deleted, so no tombstone is left)
-  ARGV[3] 'SPUBLISH' (a Cluster: sharded pub/sub) or 'PUBLISH'
-  Returns 1 when the lock was held, 0 when it was free. The fence counter is kept.
+  Free a lock whoever holds it (operators), as a release does: the queue's first live waiter is
+  handed the lock (fair) or woken (mutex).
+  KEYS[1] lock   KEYS[2] queue list   KEYS[3] waiters hash
+  ARGV[1] waiters' channel prefix  ARGV[2] 'SPUBLISH' (a Cluster: sharded pub/sub) or 'PUBLISH'
+  Returns 1 when the lock was held, 0 when it was free. The fence is kept (in the tombstone): the
+  next hold's is greater.
 ]]
-local held = redis.call('HEXISTS', KEYS[1], ':fence')
-redis.call('DEL', KEYS[1])
-if held == 1 then
-  free_lock(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], publish_command(ARGV[3]))
+local state = read_lock(KEYS[1])
+if not state or state.count == 0 then
+  return 0
 end
-return held
+free_lock(KEYS[1], state, KEYS[2], KEYS[3], ARGV[1], publish_command(ARGV[2]))
+return 1

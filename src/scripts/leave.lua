@@ -4,22 +4,21 @@
   abandoned) is freed as release.lua frees it, and a wake-up it will not use goes to the next live
   waiter, instead of either being stranded. Run again, it only gives a free lock's turn to the next
   live waiter again.
-  KEYS[1] lock hash   KEYS[2] fence counter   KEYS[3] queue list   KEYS[4] waiters hash
-  ARGV[1] owner token  ARGV[2] release channel  ARGV[3] tombstone ms
-  ARGV[4] 'SPUBLISH' (a Cluster: sharded pub/sub) or 'PUBLISH'
+  KEYS[1] lock   KEYS[2] queue list   KEYS[3] waiters hash
+  ARGV[1] owner token  ARGV[2] waiters' channel prefix
+  ARGV[3] 'SPUBLISH' (a Cluster: sharded pub/sub) or 'PUBLISH'
   Returns 1 when ARGV[1] held the lock and it was passed on, else 0.
 ]]
-local lock, owner = KEYS[1], ARGV[1]
-if redis.call('HDEL', KEYS[4], owner) == 1 then
-  redis.call('LREM', KEYS[3], 1, owner)
-end
-if redis.call('HEXISTS', lock, owner) == 1 then
-  redis.call('HDEL', lock, owner, ':fence')
-  free_lock(lock, KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3], publish_command(ARGV[4]))
+local lock, queue, waiters, owner = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
+drop_waiter(queue, waiters, owner)
+local state = read_lock(lock)
+local publish = publish_command(ARGV[3])
+if state and state.count > 0 then
+  if state.owner ~= owner then
+    return 0
+  end
+  free_lock(lock, state, queue, waiters, ARGV[2], publish)
   return 1
 end
-if redis.call('HEXISTS', lock, ':fence') == 0 then
-  -- The lock is free: this waiter may have been woken for it. Wake the next one in its place.
-  hand_off(lock, KEYS[2], KEYS[3], KEYS[4], ARGV[2], publish_command(ARGV[4]))
-end
+hand_off(lock, state, queue, waiters, ARGV[2], publish)
 return 0

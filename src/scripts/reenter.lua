@@ -1,19 +1,21 @@
 --[[
   Re-enter: one more hold for an owner that holds the lock. The fence stays; the lease becomes
   max(remaining, ARGV[2]), never shorter. Recorded in the request log, so a resend counts once.
-  KEYS[1] lock hash
+  KEYS[1] lock
   ARGV[1] owner token  ARGV[2] lease ms  ARGV[3] request id
   Returns {1, fence, holdCount, pttl}; {-1} when ARGV[1] holds nothing.
 ]]
 local lock, owner, req = KEYS[1], ARGV[1], ARGV[3]
-local count = tonumber(redis.call('HGET', lock, owner) or 0)
-if count == 0 then
+local state = read_lock(lock)
+if not state or state.count == 0 or state.owner ~= owner then
   return {-1}
 end
-local log = read_log(lock)
-if seen(log, req) then
-  return {1, tonumber(redis.call('HGET', lock, ':fence')), count, redis.call('PTTL', lock)}
+local pttl = redis.call('PTTL', lock)
+if seen(state.log, req) then
+  return {1, tonumber(state.fence), state.count, pttl}
 end
-count = redis.call('HINCRBY', lock, owner, 1)
-remember(lock, log, req)
-return {1, tonumber(redis.call('HGET', lock, ':fence')), count, lengthen(lock, tonumber(ARGV[2]))}
+state.count = state.count + 1
+state.log = remember(state.log, req)
+pttl = math.max(pttl, tonumber(ARGV[2]))
+write_lock(lock, state, pttl)
+return {1, tonumber(state.fence), state.count, pttl}

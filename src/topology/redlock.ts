@@ -199,10 +199,10 @@ export class Redlock implements Topology {
   /** Writes `fence` back to granting `masters` that gave less; true when a majority has it, counting the `having` ones that gave it. */
   async #raiseFence(call: ScriptCall<AcquireReply>, masters: readonly Master[], fence: number, having = 0): Promise<boolean> {
     if (having >= this.quorum) return true;
-    const [lock, fenceKey] = call.keys;
+    const [lock] = call.keys;
     const owner = call.args[0];
-    if (lock === undefined || fenceKey === undefined || owner === undefined) return false;
-    const raise = { script: raiseFenceScript, keys: [lock, fenceKey], args: [owner, fence.toFixed(0)], lock: call.lock };
+    if (lock === undefined || owner === undefined) return false;
+    const raise = { script: raiseFenceScript, keys: [lock], args: [owner, fence.toFixed(0)], lock: call.lock };
     const raised = await Promise.all(masters.map(async (node) => (await this.#ask(node, raise)).ok));
     return having + raised.filter(Boolean).length >= this.quorum;
   }

@@ -37,6 +37,7 @@ import {
   validName,
   validOwner,
 } from './support.js';
+import { readLock } from '../harness/lock-state.js';
 
 let server: RedisServer;
 let admin: Redis;
@@ -50,11 +51,11 @@ function keysOf(keys: LockKeys): string[] {
   return Object.entries(keys).flatMap(([field, value]) => (field !== 'name' && typeof value === 'string' ? [value] : []));
 }
 
-/** The lock hash as Redis holds it, without the request log (which records applied requests). */
-async function lockState(keys: LockKeys): Promise<{ fields: Record<string, string>; fence: string | null; ttlSet: boolean }> {
-  const fields = await admin.hgetall(keys.lock);
-  delete fields[':log'];
-  return { fields, fence: await admin.get(keys.fence), ttlSet: (await admin.pttl(keys.lock)) !== -1 };
+/** The hold as Redis keeps it (owner, count, fence; none when free), without the request log (which records applied requests). */
+async function lockState(keys: LockKeys): Promise<{ hold: { owner: string; count: number; fence: number } | null; ttlSet: boolean }> {
+  const state = await readLock(admin, keys.lock);
+  const hold = state === undefined || state.count === 0 ? null : { owner: state.owner, count: state.count, fence: state.fence };
+  return { hold, ttlSet: (await admin.pttl(keys.lock)) !== -1 };
 }
 
 let lockCounter = 0;
@@ -131,8 +132,8 @@ describe('properties against Redis: names', () => {
         await a[kind](name).forceRelease();
         const lease = await a[kind](name).acquire({ waitMs: 0 });
         assert.equal(lease.name, name);
-        assert.equal(await admin.hget(keys.lock, lease.owner), '1', 'the hold is stored under the documented key');
-        assert.equal(Number(await admin.get(keys.fence)), lease.fence, 'the fence counter is under the documented key');
+        const stored = await readLock(admin, keys.lock);
+        assert.deepEqual(stored && { fence: stored.fence, owner: stored.owner, count: stored.count }, { fence: lease.fence, owner: lease.owner, count: 1 }, 'the hold and its fence are stored under the documented key');
         assert.equal(await b[kind](name).isLocked(), true);
         assert.equal(await b[kind](name).tryAcquire(), null, 'another owner is excluded');
         await lease.release();
@@ -174,11 +175,11 @@ let commandsRun = 0;
 
 async function checkRedis(m: Model, r: Real): Promise<void> {
   commandsRun++;
-  const { fields } = await lockState(r.keys);
+  const { hold } = await lockState(r.keys);
   if (m.holder === null) {
-    assert.deepEqual(fields, {}, 'the lock is free in Redis');
+    assert.equal(hold, null, 'the lock is free in Redis');
   } else {
-    assert.deepEqual(fields, { [m.holder.owner]: String(m.holder.count), ':fence': String(m.holder.fence) }, 'Redis holds what the model holds');
+    assert.deepEqual(hold, m.holder, 'Redis holds what the model holds');
     assert.ok((await admin.pttl(r.keys.lock)) > 0, 'a held lock always has a lease');
   }
   for (const entry of m.leases) if (entry.release !== undefined) assert.equal(entry.lease.isHeld, false, 'a released lease is not held');
@@ -217,7 +218,7 @@ class ReenterCmd implements Cmd {
   check = (m: Readonly<Model>): boolean => this.foreignOwner !== undefined || m.leases.length > 0;
   async run(m: Model, r: Real): Promise<void> {
     const owner = this.foreignOwner ?? m.leases[this.leaseIndex % m.leases.length]?.owner ?? '';
-    const before = await admin.hgetall(r.keys.lock);
+    const before = await admin.get(r.keys.lock);
     const outcome = await outcomeOf(() => r.padlocks[this.actor][r.kind](r.name).acquire({ owner, waitMs: 0 }), 2_000);
     if (m.holder !== null && m.holder.owner === owner) {
       assert.ok(outcome.kind === 'value' && outcome.value instanceof Lease, `the holder re-enters: ${describeOutcome(outcome)}`);
@@ -229,7 +230,7 @@ class ReenterCmd implements Cmd {
       m.leases.push({ owner, fence: lease.fence, release: undefined, lease });
     } else {
       assert.ok(outcome.kind === 'error' && outcome.error instanceof LockNotHeldError, `a non-holder cannot re-enter: ${describeOutcome(outcome)}`);
-      assert.deepEqual(await admin.hgetall(r.keys.lock), before, 'a refused re-entry changes nothing, not even the request log');
+      assert.equal(await admin.get(r.keys.lock), before, 'a refused re-entry changes nothing, not even the request log');
     }
     await checkRedis(m, r);
   }
@@ -350,16 +351,14 @@ describe('properties against Redis: a foreign owner token is a no-op', () => {
         const held = await p.mutex(name).acquire({ leaseMs: 60_000 });
         const leases = [held];
         for (let i = 0; i < reentries; i++) leases.push(await p.mutex(name).acquire({ owner: held.owner }));
-        const before = await lockState(keys);
-        const log = await admin.hget(keys.lock, ':log');
+        const before = await admin.get(keys.lock);
         const pttl = await admin.pttl(keys.lock);
         await assert.rejects(p.mutex(name).acquire({ owner: stranger, waitMs: 0 }), LockNotHeldError);
         const { topology } = p.shared;
         const protocol = new MutexProtocol(keys, 'mutex', p.shared.clientId);
         assert.deepEqual(await topology.run(protocol.release(stranger, 1)), { status: 'not-held' });
         assert.deepEqual(await topology.run(MutexProtocol.renew([{ keys, owner: stranger, leaseMs: ms }])), [0]);
-        assert.deepEqual(await lockState(keys), before, 'the holder keeps its holds and fence');
-        assert.equal(await admin.hget(keys.lock, ':log'), log, 'not even the request log moved');
+        assert.equal(await admin.get(keys.lock), before, 'the holder keeps its holds and fence, and not even the request log moved');
         assert.ok((await admin.pttl(keys.lock)) <= pttl, 'the lease was not lengthened');
         for (const lease of leases.reverse()) await lease.release();
         assert.equal(await p.mutex(name).isLocked(), false);
@@ -372,16 +371,14 @@ describe('properties against Redis: a foreign owner token is a no-op', () => {
 // ---------------------------------------------------------------------------------------------
 // Keys of the wrong type.
 
-type Role = 'lock' | 'fence';
+/** Values a lock key can hold that padlock did not write: other types, and a string of another shape. */
 const WRONG_VALUES: Record<string, (key: string) => Promise<unknown>> = {
   string: (key) => admin.set(key, 'str'),
+  hash: (key) => admin.hset(key, 'f', 'v'),
   list: (key) => admin.rpush(key, 'a'),
   set: (key) => admin.sadd(key, 'a'),
   zset: (key) => admin.zadd(key, 1, 'a'),
   stream: (key) => admin.xadd(key, '*', 'f', 'v'),
-};
-const WRONG_HASH: Record<string, (key: string) => Promise<unknown>> = {
-  hash: (key) => admin.hset(key, 'f', 'v'),
 };
 
 /** A public operation on a lock whose key may hold the wrong type. */
@@ -407,43 +404,27 @@ function runOp(p: Padlock, name: string, op: Op): Promise<unknown> {
 }
 
 describe('properties against Redis: keys of the wrong type', () => {
-  it('a lock or fence key of another type gives RedisCommandError (never a hang or a TypeError), and writes nothing', { timeout: 60_000 }, async () => {
+  it('a lock key holding what padlock did not write gives RedisCommandError (never a hang or a TypeError), and writes nothing', { timeout: 60_000 }, async () => {
     const p = padlockOn(server);
-    const cases = fc.record({
-      role: fc.constantFrom<Role>('lock', 'fence'),
-      type: fc.constantFrom(...Object.keys(WRONG_VALUES), ...Object.keys(WRONG_HASH)),
-      op: fc.constantFrom(...OPS),
-    });
+    const cases = fc.record({ type: fc.constantFrom(...Object.keys(WRONG_VALUES)), op: fc.constantFrom(...OPS) });
     await fc.assert(
-      fc.asyncProperty(cases, async ({ role, type, op }) => {
-        const name = freshName(`wrongtype-${role}-${type}`);
+      fc.asyncProperty(cases, async ({ type, op }) => {
+        const name = freshName(`wrongtype-${type}`);
         const keys = lockKeys('padlock', name);
-        const key = role === 'lock' ? keys.lock : keys.fence;
-        const make = WRONG_VALUES[type] ?? WRONG_HASH[type];
+        const make = WRONG_VALUES[type];
         assert.ok(make !== undefined);
-        await make(key);
-        const typeBefore = await admin.type(key);
+        await make(keys.lock);
+        const typeBefore = await admin.type(keys.lock);
         const outcome = await outcomeOf(() => runOp(p, name, op), 3_000);
-        const touchesKey = role === 'lock' || op === 'acquire' || op === 'acquire(wait forever)' || op === 'tryAcquire' || op === 'withLock';
-        // A hash is the lock key's own type: only the fence key can be "a hash of the wrong type".
-        const wrong = touchesKey && !(role === 'lock' && type === 'hash');
-        if (wrong) {
-          assert.equal(outcome.kind, 'error', `${op} on a ${type} ${role} key: ${describeOutcome(outcome)}`);
-          if (outcome.kind !== 'error') return;
-          assert.ok(outcome.error instanceof RedisCommandError, `${op} on a ${type} ${role} key: ${describeOutcome(outcome)}`);
-          assert.equal(outcome.error.lock, name);
-          assert.match(outcome.error.message, type === 'string' && role === 'fence' ? /not an integer/ : /WRONGTYPE.*docs\/protocol\.md/);
-          assert.ok(outcome.error.cause instanceof Error, 'the Redis error is the cause');
-        } else {
-          assert.notEqual(outcome.kind, 'hang', `${op} on a ${type} ${role} key: ${describeOutcome(outcome)}`);
-          assert.ok(outcome.kind !== 'error' || outcome.error instanceof PadlockError, describeOutcome(outcome));
-          if (outcome.kind === 'value' && outcome.value instanceof Lease) await outcome.value.release();
-        }
-        if (wrong || op === 'isLocked') {
-          assert.equal(await admin.type(key), typeBefore, 'the foreign key was left as it was');
-          if (role === 'fence') assert.equal(await admin.exists(keys.lock), 0, 'no half-made lock was left behind');
-        }
-        await admin.del(keys.lock, keys.fence);
+        assert.equal(outcome.kind, 'error', `${op} on a ${type} lock key: ${describeOutcome(outcome)}`);
+        if (outcome.kind !== 'error') return;
+        assert.ok(outcome.error instanceof RedisCommandError, `${op} on a ${type} lock key: ${describeOutcome(outcome)}`);
+        assert.equal(outcome.error.lock, name);
+        assert.match(outcome.error.message, /WRONGTYPE.*docs\/protocol\.md/);
+        assert.ok(outcome.error.cause instanceof Error, 'the Redis error is the cause');
+        assert.equal(await admin.type(keys.lock), typeBefore, 'the foreign key was left as it was');
+        assert.equal(await admin.exists(keys.queue, keys.waiters), 0, 'nothing was queued');
+        await admin.del(keys.lock);
       }),
       { numRuns: runs(120) },
     );
@@ -466,25 +447,20 @@ describe('properties against Redis: keys of the wrong type', () => {
     }
   });
 
-  it('a lock hash with corrupt fields gives a PadlockError, never a bare TypeError', { timeout: 30_000 }, async () => {
+  it('a lock key with a corrupt value gives a PadlockError, never a bare TypeError', { timeout: 30_000 }, async () => {
     const p = padlockOn(server);
     const owner = 'c'.repeat(32);
-    const corruptions: Record<string, string>[] = [
-      { [owner]: '1', ':fence': 'not-a-number' },
-      { [owner]: 'x', ':fence': '3' },
-      { [owner]: '1' },
-      { ':fence': '' },
-    ];
+    const corruptions: string[] = [`not-a-number|${owner}|1| `, `3|${owner}|x| `, `3|${owner}|1`, '', '|||', `3|${owner}`];
     const failures: string[] = [];
-    for (const fields of corruptions) {
-      // Not the ops that wait forever: a hash with a ':fence' and no expiry is a lock held for ever.
+    for (const value of corruptions) {
+      // Not the ops that wait forever: a lock key without expiry is a lock held for ever.
       for (const op of ['acquire', 'tryAcquire', 'isLocked', 'forceRelease', 're-enter'] as const) {
         const name = freshName('corrupt');
         const keys = lockKeys('padlock', name);
-        await admin.hset(keys.lock, fields);
+        await admin.set(keys.lock, value);
         const outcome = await outcomeOf(() => (op === 're-enter' ? p.mutex(name).acquire({ owner, waitMs: 0 }) : runOp(p, name, op)), 3_000);
         if (outcome.kind === 'hang' || (outcome.kind === 'error' && !(outcome.error instanceof PadlockError))) {
-          failures.push(`${JSON.stringify(fields)} ${op}: ${describeOutcome(outcome)}`);
+          failures.push(`${JSON.stringify(value)} ${op}: ${describeOutcome(outcome)}`);
         }
         if (outcome.kind === 'value' && outcome.value instanceof Lease) await outcome.value.release().catch(() => undefined);
         await admin.del(keys.lock);

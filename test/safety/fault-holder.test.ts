@@ -13,6 +13,7 @@ import { FencedStore } from './fenced-store.js';
 import { isStopped, type WorkerHandle } from './fleet.js';
 import { ms, type SectionRecord } from './records.js';
 import { ParentHolder, openServers, runChecked, type Servers } from './scenario.js';
+import { holdsOf } from '../harness/lock-state.js';
 
 const LEASE_MS = 300;
 /** docs/safety.md, known bug 1. */
@@ -98,7 +99,7 @@ async function pausedHolderRow(
       await finished;
       next.confirm();
       assert.equal(next.lease.isHeld, true, 'the new holder still holds after the stale release');
-      assert.equal(await servers.admin.hexists(`padlock:{${name}}:lock`, next.lease.owner), 1, 'its key is intact');
+      assert.equal(await holdsOf(servers.admin, `padlock:{${name}}:lock`, next.lease.owner), 1, 'its key is intact');
       await next.release();
     },
   });

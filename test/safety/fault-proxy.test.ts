@@ -10,6 +10,7 @@ import { describeReport, isLive, isSafe } from './checker.js';
 import { RedisProxy } from './proxy.js';
 import { Random } from './random.js';
 import { openServers, runChecked, runWithHeldFault, type Servers } from './scenario.js';
+import { isHeld } from '../harness/lock-state.js';
 
 const LEASE_MS = 300;
 
@@ -32,7 +33,7 @@ describe('fault: lost and delayed replies', () => {
     assert.ok(proxy.stats.lostReplies >= 3, `replies were lost: ${JSON.stringify(proxy.stats)}`);
     assert.ok(isSafe(report) && isLive(report), describeReport(report));
     assert.ok(exits.every((e) => e.clean));
-    assert.equal(await servers.admin.hexists('padlock:{proxy:lost}:lock', ':fence'), 0, 'no hold was left behind');
+    assert.equal(await isHeld(servers.admin, 'padlock:{proxy:lost}:lock'), false, 'no hold was left behind');
   });
 
   it('replies delayed past the lease: the holder is told, the others get the lock, nobody overlaps', async () => {

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { RedisOptions } from 'ioredis';
 import type { RedisServer } from '../../src/devserver/redis-server.js';
 import { Padlock, PadlockError, RedisCommandError, type PadlockOptions } from '../../src/index.js';
-import { connect, startServer } from '../harness/redis.js';
+import { connect, eventually, startServer } from '../harness/redis.js';
 import { fullCycle } from './cycle.js';
 
 /** The commands padlock's Lua scripts call, read from the scripts themselves. */
@@ -130,11 +130,12 @@ describe('security: an ACL user limited to the lock prefix', () => {
   });
 
   it('a command a script lacks: RedisCommandError, and nothing half-written', async () => {
-    await user('noincrby', '~padlock:*', '&padlock:*', ...grants(PADLOCK_COMMANDS.filter((c) => c !== 'incrby')));
-    const { error } = await failure(() => padlockFor(server, as('noincrby')).mutex('acl:noincrby').acquire());
+    // TIME seeds the first fence of a lock, before anything is written.
+    await user('notime', '~padlock:*', '&padlock:*', ...grants(PADLOCK_COMMANDS.filter((c) => c !== 'time')));
+    const { error } = await failure(() => padlockFor(server, as('notime')).mutex('acl:notime').acquire());
     assert.ok(error instanceof RedisCommandError, `got ${String(error)}`);
     assert.match(error.message, /can't run this command|NOPERM/);
-    assert.equal(await admin.exists('padlock:{acl:noincrby}:lock'), 0, 'no hold was written');
+    assert.equal(await admin.exists('padlock:{acl:notime}:lock'), 0, 'no hold was written');
   });
 
   it('channels outside the user\'s pattern: a waiting acquire fails with a typed error naming NOPERM', async () => {
@@ -150,11 +151,15 @@ describe('security: an ACL user limited to the lock prefix', () => {
     }
   });
 
-  it('no PUBLISH on its channel: release fails typed and says so', async () => {
+  it('no PUBLISH on its channel: a release that must wake a waiter fails typed and says so', async () => {
     await user('nopublish', '~padlock:*', 'resetchannels', ...grants(PADLOCK_COMMANDS));
     const padlock = padlockFor(server, as('nopublish'));
     const lease = await padlock.mutex('acl:publish').acquire();
+    const waiter = padlockFor(server, as('locker')).mutex('acl:publish').acquire({ waitMs: 5_000 });
+    assert.ok(await eventually(async () => (await admin.llen('padlock:{acl:publish}:queue')) === 1), 'the waiter queued');
     const { error } = await failure(() => lease.release());
+    await padlock.mutex('acl:publish').forceRelease().catch(() => undefined);
+    await (await waiter.catch(() => undefined))?.release();
     assert.ok(error instanceof PadlockError && error instanceof RedisCommandError, `got ${String(error)}`);
     assert.match(error.message, /publish/i);
   });

@@ -1,0 +1,63 @@
+-- A mutex-family lock is one string key: "<fence>|<owner>|<count>|<log>". Held while count >= 1
+-- (owner holds it count times); freed, it keeps its last fence and request log as a tombstone
+-- (owner '' and count 0) for FENCE_RETENTION_MS, so the next fence exceeds it and a resent
+-- release is recognised. The log is " id id … " (newest first, LOG_ENTRIES at most).
+-- A fence is kept as its decimal text: a µs count since 1970 (about 1.8e15) is exact in a Lua
+-- number and in JavaScript, but Lua's own number-to-text conversion would round it.
+local FENCE_RETENTION_MS = 3600000
+local LOG_ENTRIES = 16
+
+-- The lock's state, or nil when the key is missing.
+local function read_lock(key)
+  local value = redis.call('GET', key)
+  if not value then
+    return nil
+  end
+  local fence, owner, count, log = string.match(value, '^(%d+)|([^|]*)|(%d+)|(.*)$')
+  if not fence then
+    error({err = 'WRONGTYPE the lock key ' .. key .. ' holds a value padlock did not write'})
+  end
+  return {fence = fence, owner = owner, count = tonumber(count), log = log}
+end
+
+-- Writes `state` with a lease of `ms` (nil: the key keeps its expiry).
+local function write_lock(key, state, ms)
+  local value = state.fence .. '|' .. state.owner .. '|' .. state.count .. '|' .. state.log
+  if ms then
+    redis.call('SET', key, value, 'PX', ms)
+  else
+    redis.call('SET', key, value, 'KEEPTTL')
+  end
+end
+
+-- The next fence of a lock in `state` (nil: no key), as decimal text: the last one + 1, never below
+-- `proposed` (Redlock's proposal, see src/topology/redlock.ts; 0 or nil: none). With neither a key
+-- nor a proposal, the server's clock in µs: a lock unused for FENCE_RETENTION_MS (or a server
+-- restarted empty) still hands out greater fences as long as the clock has not stepped back by
+-- more than that (docs/protocol.md, "Fences").
+local function next_fence(state, proposed)
+  local floor = proposed or 0
+  local last = state and tonumber(state.fence) or 0
+  if last == 0 and floor <= 0 then
+    local t = redis.call('TIME')
+    floor = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  return string.format('%.0f', math.max(last + 1, floor))
+end
+
+-- Whether request `req` is in the log already (a resend).
+local function seen(log, req)
+  return string.find(log, ' ' .. req .. ' ', 1, true) ~= nil
+end
+
+-- The log with `req` added.
+local function remember(log, req)
+  return string.sub(' ' .. req .. log, 1, (#req + 1) * LOG_ENTRIES + 1)
+end
+
+-- Frees the lock in `state` as a tombstone: no holder, the fence and log kept.
+local function tombstone(key, state)
+  state.owner = ''
+  state.count = 0
+  write_lock(key, state, FENCE_RETENTION_MS)
+end
