@@ -10,7 +10,9 @@ import type { RedisServer } from '../src/devserver/redis-server.js';
 import { lockKeys } from '../src/keys.js';
 import { LockLostError, Padlock, PadlockOptionError, QuorumError, type Lease } from '../src/index.js';
 import type { PadlockOptions } from '../src/options.js';
-import { connect, eventually, startServers } from './harness/redis.js';
+import { MutexProtocol } from '../src/locks/mutex-protocol.js';
+import type { AcquireReply } from '../src/scripts/index.js';
+import { connect, delay, eventually, runCall, startServers } from './harness/redis.js';
 import { holdsOf, isHeld, readLock } from './harness/lock-state.js';
 
 let masters: RedisServer[];
@@ -125,6 +127,35 @@ describe('Redlock over 5 masters', () => {
     const second = await frozen([0, 1], () => redlock().mutex(name).acquire());
     assert.ok(second.fence > first.fence, `${second.fence} > ${first.fence}`);
     await second.release();
+  });
+
+  it('a late grant from an earlier attempt is not given back over a later attempt of the same owner that counted it', async () => {
+    const padlock = redlock();
+    const name = 'rl:late-undo';
+    const keys = lockKeys('padlock', name);
+    const holder = await padlock.mutex(name).acquire();
+    const owner = 'o'.repeat(32);
+    const protocol = new MutexProtocol(keys, 'mutex', padlock.shared.clientId);
+    const attempt = (): Promise<AcquireReply> => padlock.shared.topology.send(protocol.attempt(owner, 30_000, 'try', 1_000));
+    // The holder keeps 2, 3 and 4 only.
+    for (const i of [0, 1]) await runCall(admins[i]!, protocol.release(holder.owner, 1));
+    for (const i of [0, 1]) masters[i]!.pause();
+    try {
+      // Refused on 2, 3 and 4, the first attempt waits for 0 and 1 until their time-out.
+      assert.equal((await attempt()).status, 'busy');
+      // The holder lets go of master 4 only: a later attempt can win 0, 1 and 4.
+      await runCall(admins[4]!, protocol.release(holder.owner, 1));
+      const second = attempt();
+      await delay(100);
+      for (const i of [0, 1]) masters[i]!.resume();
+      // 0 and 1 now run the first attempt (a grant that comes too late: given back) and the second (counted).
+      const reply = await second;
+      assert.equal(reply.status, 'acquired', `the second attempt won 0, 1 and 4: ${JSON.stringify(reply)}, held on ${JSON.stringify(await holdersOf(name, owner))}`);
+      await delay(300);
+      assert.deepEqual(await holdersOf(name, owner), [0, 1, 4], 'the late grant was not given back over the counted one');
+    } finally {
+      for (const i of [0, 1]) masters[i]!.resume();
+    }
   });
 
   it('a hold whose renewals lose the majority is lost, and its holder is told', async () => {

@@ -43,6 +43,34 @@ interface Master {
   readonly address: string;
   readonly runner: ScriptRunner;
   readonly connection: CommandConnection;
+  /** Grant attempts sent to this master and not yet answered, by owner. */
+  readonly attempts: InFlight;
+}
+
+/** Counts, per owner, the calls sent to one master whose answer has not come yet. */
+class InFlight {
+  readonly #count = new Map<string, number>();
+
+  /** Counts `reply` until it settles (the count is dropped before any later handler of it runs). */
+  track(owner: string, reply: Promise<unknown>): void {
+    this.#count.set(owner, (this.#count.get(owner) ?? 0) + 1);
+    const settled = (): void => {
+      const left = (this.#count.get(owner) ?? 1) - 1;
+      if (left > 0) this.#count.set(owner, left);
+      else this.#count.delete(owner);
+    };
+    reply.then(settled, settled);
+  }
+
+  /** Whether a call of `owner` is still unanswered. */
+  pending(owner: string): boolean {
+    return this.#count.has(owner);
+  }
+}
+
+/** Whether `script` may grant a hold (acquire, enqueue, re-enter): its first argument is then the owner. */
+function isAttempt(script: unknown): boolean {
+  return script === acquireScript || script === enqueueScript || script === reenterScript;
 }
 
 /** The longest a master may take to answer one call: small against a lease, as Redlock asks. */
@@ -61,7 +89,7 @@ export class Redlock implements Topology {
   readonly #fences = new FenceProposer();
 
   constructor(connections: readonly CommandConnection[], readonly replyTimeoutMs: number) {
-    this.#masters = connections.map((connection) => ({ address: connection.address, runner: new ScriptRunner(connection), connection }));
+    this.#masters = connections.map((connection) => ({ address: connection.address, runner: new ScriptRunner(connection), connection, attempts: new InFlight() }));
     this.quorum = Math.floor(connections.length / 2) + 1;
     this.#nodeTimeoutMs = Math.min(NODE_TIMEOUT_MS, replyTimeoutMs);
     this.description = `Redlock over ${connections.length} masters`;
@@ -107,7 +135,7 @@ export class Redlock implements Topology {
     const startedAt = monotonicNow();
     // The rule is the call's script's; each branch reads the reply type that script has.
     const script = call.script as unknown;
-    if (script === acquireScript || script === enqueueScript || script === reenterScript) {
+    if (isAttempt(script)) {
       return (await this.#acquire(call as unknown as ScriptCall<AcquireReply>, startedAt, gaveUp)) as unknown as Result;
     }
     const answers = await Promise.all(this.#masters.map((node) => this.#ask(node, call, gaveUp)));
@@ -131,14 +159,24 @@ export class Redlock implements Topology {
     return reply;
   }
 
-  /** One master's answer, within its time-out; a grant it makes after that is given back there. */
+  /**
+   * One master's answer, within its time-out; a grant it makes after that is given back there,
+   * unless a later attempt of the same owner is still on its way to that master: a master answers
+   * in order, so that attempt's answer, which comes next, found the grant already made and counts it
+   * as its own (it is that attempt's to keep or give back).
+   */
   async #ask<Result>(node: Master, call: ScriptCall<Result>, gaveUp?: AbortSignal): Promise<Answer<Result>> {
     const ms = this.#nodeTimeoutMs;
+    const sent = node.runner.send(call.script, call.keys, call.args, call.lock, gaveUp);
+    const owner = isAttempt(call.script) ? String(call.args[0]) : undefined;
+    if (owner !== undefined) node.attempts.track(owner, sent);
     try {
-      const value = await bound(node.runner.send(call.script, call.keys, call.args, call.lock, gaveUp), {
+      const value = await bound(sent, {
         ms,
         timeout: () => new RedisUnavailableError(call.lock, new Error(`${node.address}: no reply within ${ms} ms`)),
-        late: (late) => this.#undo(node, call, late),
+        late: (late) => {
+          if (owner === undefined || !node.attempts.pending(owner)) this.#undo(node, call, late);
+        },
       });
       return { node, ok: true, value };
     } catch (error) {
