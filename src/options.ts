@@ -57,6 +57,15 @@ export interface PadlockOptions {
    * @example { min: 1, timeoutMs: 100 }
    */
   replicas?: ReplicaOptions | undefined;
+  /**
+   * Release every lock this Padlock holds when the process gets SIGTERM or SIGINT, then let the
+   * process end as it would have: padlock closes itself (as `close()` does, within 5 s) and, when
+   * nothing else listens for the signal, raises it again, so the process ends by that signal as it
+   * would have without padlock. When the application listens for the signal too, the process is
+   * the application's to end: padlock only releases. Listeners are removed by `close()`.
+   * @default false
+   */
+  releaseOnExit?: boolean | undefined;
 }
 
 /** How many replicas must acknowledge a lock write, and how long to wait for them. */
@@ -102,6 +111,7 @@ export interface ResolvedPadlockOptions {
   readonly leaseMs: number;
   readonly replyTimeoutMs: number;
   readonly replicas: ReplicaOptions | undefined;
+  readonly releaseOnExit: boolean;
 }
 
 /** Validated acquire options with defaults applied. */
@@ -164,8 +174,8 @@ export function checkLeaseMs(option: string, value: unknown): number {
 /** Validates `new Padlock(options)`. */
 export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions & { readonly redis: Redis | Cluster | readonly Redis[] } {
   if (!isPlainObject(options)) throw new PadlockOptionError('options', 'an object with at least { redis }', options);
-  rejectUnknown('options', options, ['redis', 'prefix', 'leaseMs', 'replyTimeoutMs', 'replicas']);
-  const { redis, prefix = 'padlock', leaseMs = 30_000, replyTimeoutMs = 5_000, replicas } = options;
+  rejectUnknown('options', options, ['redis', 'prefix', 'leaseMs', 'replyTimeoutMs', 'replicas', 'releaseOnExit']);
+  const { redis, prefix = 'padlock', leaseMs = 30_000, replyTimeoutMs = 5_000, replicas, releaseOnExit = false } = options;
   const masters = Array.isArray(redis) ? checkMasters(redis as unknown[]) : undefined;
   if (masters === undefined) checkClient('redis', redis);
   if (typeof prefix !== 'string' || !PREFIX_PATTERN.test(prefix)) {
@@ -177,7 +187,8 @@ export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions 
   }
   const client = masters ?? (redis as Redis | Cluster);
   const checkedReplicas = masters === undefined ? checkReplicas(replicas, replyTimeout, redis as Redis | Cluster) : undefined;
-  return { redis: client, prefix, leaseMs: checkLeaseMs('leaseMs', leaseMs), replyTimeoutMs: replyTimeout, replicas: checkedReplicas };
+  if (typeof releaseOnExit !== 'boolean') throw new PadlockOptionError('releaseOnExit', 'a boolean', releaseOnExit);
+  return { redis: client, prefix, leaseMs: checkLeaseMs('leaseMs', leaseMs), replyTimeoutMs: replyTimeout, replicas: checkedReplicas, releaseOnExit };
 }
 
 /** Checks one client: an object with everything padlock calls. */

@@ -21,6 +21,7 @@ import { SingleServer } from './topology/single-server.js';
 import type { LockKindName, Topology } from './topology/topology.js';
 import { renewTogether } from './renewals.js';
 import { Watchdog } from './watchdog.js';
+import { forgetOnExit, releaseOnExit } from './shutdown.js';
 
 /**
  * Distributed locks on Redis.
@@ -80,6 +81,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
     });
     const runtime = new Runtime(watchdog, subscriber, emit);
     this.shared = { topology, subscriber, watchdog, runtime, clientId: randomBytes(8).toString('hex'), prefix: this.prefix, leaseMs: this.leaseMs, emit };
+    if (resolved.releaseOnExit) releaseOnExit(this);
   }
 
   /**
@@ -118,6 +120,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
    * client passed in stays open: it is the caller's. Safe to call twice.
    */
   close(): Promise<void> {
+    forgetOnExit(this);
     return this.shared.runtime.close();
   }
 }
