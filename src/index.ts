@@ -3,7 +3,7 @@ export { Padlock } from './padlock.js';
 export { Lease } from './lease.js';
 export type { Lockable } from './locks/lock.js';
 export type { AcquireOptions, PadlockOptions } from './options.js';
-export type { AcquiredEvent, HoldEvent, PadlockEvents } from './events.js';
+export type { AcquiredEvent, HoldEvent, HoldWarningEvent, HoldWarningReason, PadlockEvents } from './events.js';
 export {
   PadlockError,
   LockTimeoutError,

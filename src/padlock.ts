@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { holdEvent, type Emit, type PadlockEvents } from './events.js';
+import { holdEvent, holdWarningEvent, type Emit, type PadlockEvents } from './events.js';
 import type { Lease } from './lease.js';
 import type { Lockable } from './locks/lock.js';
 import { FairMutex } from './locks/fair-mutex.js';
@@ -22,6 +22,7 @@ import type { LockKindName, Topology } from './topology/topology.js';
 import { renewTogether } from './renewals.js';
 import { Watchdog } from './watchdog.js';
 import { forgetOnExit, releaseOnExit } from './shutdown.js';
+import { debug, debugEnabled } from './observability/debug-log.js';
 
 /**
  * Distributed locks on Redis.
@@ -38,8 +39,9 @@ import { forgetOnExit, releaseOnExit } from './shutdown.js';
  * await redis.quit();
  * ```
  *
- * Events: `acquired`, `released`, `extended` (renewals too), `lost` (a `LockLostError`), `error`
- * (renewal or subscriber trouble; emitted only when someone listens, never thrown).
+ * Events: `acquired`, `released`, `extended` (renewals too), `lost` (a `LockLostError`),
+ * `holdWarning` (a hold has used 80 % of its lease without a renewal), `error` (renewal or
+ * subscriber trouble; emitted only when someone listens, never thrown).
  */
 export class Padlock extends EventEmitter<PadlockEvents> {
   /** The key prefix in use. */
@@ -78,6 +80,11 @@ export class Padlock extends EventEmitter<PadlockEvents> {
       renewed: (hold) => emit('extended', holdEvent(hold)),
       lost: (hold, reason) => runtime.lost(hold, reason),
       failed: reportError,
+      warn: (hold) => {
+        const warning = holdWarningEvent(hold);
+        if (debugEnabled) debug(`holdWarning: ${warning.message}`);
+        emit('holdWarning', warning);
+      },
     });
     const runtime = new Runtime(watchdog, subscriber, emit);
     this.shared = { topology, subscriber, watchdog, runtime, clientId: randomBytes(8).toString('hex'), prefix: this.prefix, leaseMs: this.leaseMs, emit };
