@@ -4,7 +4,7 @@
  */
 import { driftMs, monotonicNow } from './clock.js';
 import type { LockKeys } from './keys.js';
-import type { ScriptCall } from './topology/topology.js';
+import type { LockKindName, ScriptCall } from './topology/topology.js';
 
 /** A hold warns (`holdWarning`) once this share of its lease has gone by without a renewal. */
 export const HOLD_WARNING_AT = 0.8;
@@ -14,6 +14,10 @@ export type HoldState = 'held' | 'released' | 'lost';
 
 /** What a hold (and its leases) ask of the lock it belongs to. */
 export interface HoldLock {
+  /** The lock's kind, by its factory's name (for metrics). */
+  readonly kind: LockKindName;
+  /** The lock's name. */
+  readonly name: string;
   /** Holds of locks with the same family are renewed by the same script, so may share a call. */
   readonly family: string;
   /** The call that renews `holds` (all of this family and one topology group). */

@@ -21,8 +21,10 @@ import { SingleServer } from './topology/single-server.js';
 import type { LockKindName, Topology } from './topology/topology.js';
 import { renewTogether } from './renewals.js';
 import { Watchdog } from './watchdog.js';
-import { forgetOnExit, releaseOnExit } from './shutdown.js';
 import { debug, debugEnabled } from './observability/debug-log.js';
+import { Metrics } from './observability/metrics.js';
+import type { Observer } from './observability/observer.js';
+import { forgetOnExit, releaseOnExit } from './shutdown.js';
 
 /**
  * Distributed locks on Redis.
@@ -73,9 +75,20 @@ export class Padlock extends EventEmitter<PadlockEvents> {
       ? new Redlock(redis.map(fromIoredis), resolved.replyTimeoutMs)
       : new SingleServer(fromIoredis(redis), resolved.replyTimeoutMs, resolved.replicas);
     const subscriber = new Subscriber(() => topology.openSubscriber(), reportError);
+    const observer: Observer | undefined = resolved.metrics === undefined ? undefined : new Metrics(resolved.metrics);
     const watchdog = new Watchdog({
       // A group holds only holds of one family (one renew script) on one node: one round trip.
-      renew: (holds) => renewTogether(topology, holds, reportError),
+      renew: (holds) => {
+        const renewing = renewTogether(topology, holds, reportError);
+        if (observer === undefined) return renewing;
+        return renewing.then((remaining) => {
+          holds.forEach((hold, i) => {
+            const pttl = remaining[i];
+            observer.renewal(hold.lock, pttl === undefined ? 'failed' : pttl > 0 ? 'renewed' : 'refused');
+          });
+          return remaining;
+        });
+      },
       groupOf: (hold) => `${hold.lock.family}\n${topology.nodeOf(hold.keys.lock)}`,
       renewed: (hold) => emit('extended', holdEvent(hold)),
       lost: (hold, reason) => runtime.lost(hold, reason),
@@ -86,8 +99,8 @@ export class Padlock extends EventEmitter<PadlockEvents> {
         emit('holdWarning', warning);
       },
     });
-    const runtime = new Runtime(watchdog, subscriber, emit);
-    this.shared = { topology, subscriber, watchdog, runtime, clientId: randomBytes(8).toString('hex'), prefix: this.prefix, leaseMs: this.leaseMs, emit };
+    const runtime = new Runtime(watchdog, subscriber, emit, observer);
+    this.shared = { topology, subscriber, watchdog, runtime, clientId: randomBytes(8).toString('hex'), prefix: this.prefix, leaseMs: this.leaseMs, emit, observer };
     if (resolved.releaseOnExit) releaseOnExit(this);
   }
 
