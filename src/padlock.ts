@@ -62,6 +62,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
     const emit: Emit = (event, ...args) => {
       // Timers call this: a listener's exception must not escape as an uncaught error, nor may an
       // 'error' event without a listener (EventEmitter would throw it).
+      if (debugEnabled && event === 'lost') debug(`lost: ${String((args[0] as Error | undefined)?.message)}`);
       if (event === 'error' && this.listenerCount('error') === 0) return;
       try {
         (this.emit as (event: string, ...args: unknown[]) => boolean)(event, ...args);
