@@ -191,6 +191,18 @@ describe('metrics through the OpenTelemetry SDK', () => {
     }
   });
 
+  it('refuses bad metrics options, naming them', () => {
+    const bad: [unknown, string][] = [
+      [true, 'metrics'],
+      [{ meterProvider: {} }, 'metrics.meterProvider'],
+      [{ lockNames: 'yes' }, 'metrics.lockNames'],
+      [{ meter: {} }, 'metrics.meter'],
+    ];
+    for (const [metrics, option] of bad) {
+      assert.throws(() => padlockOn(server, { metrics: metrics as PadlockOptions['metrics'] }), { code: 'INVALID_OPTION', option });
+    }
+  });
+
   it('works, saying nothing, where @opentelemetry/api is not installed', async () => {
     // A child process in which resolving '@opentelemetry/api' fails, as in an application without it.
     const hooks = `export async function resolve(specifier, context, next) {
