@@ -1,6 +1,7 @@
 /** The events a Padlock emits, and their payloads. */
 import type { LockLostError } from './errors.js';
-import type { Hold } from './hold.js';
+import { monotonicNow } from './clock.js';
+import { HOLD_WARNING_AT, type Hold } from './hold.js';
 
 /** Payload of the `acquired` event. */
 export interface AcquiredEvent {
@@ -21,17 +22,61 @@ export interface HoldEvent {
   readonly expiresAt: number;
 }
 
+/** Why a `holdWarning` was given. */
+export type HoldWarningReason =
+  /** A lease the watchdog does not renew (`acquire({ leaseMs })`) is 80 % used: the work outlasts the lease it was given. */
+  | 'fixed-lease'
+  /** A renewed hold's renewals have not succeeded for 80 % of its lease (Redis unreachable or slow). */
+  | 'renewals-failing';
+
+/** Payload of the `holdWarning` event: a hold close to the end of its lease. */
+export interface HoldWarningEvent {
+  readonly name: string;
+  readonly owner: string;
+  readonly fence: number;
+  readonly reason: HoldWarningReason;
+  /** Milliseconds since the hold was granted. */
+  readonly heldMs: number;
+  /** The lease last granted, in ms. */
+  readonly leaseMs: number;
+  /** Milliseconds until the hold counts as lost, unless released, extended or renewed. */
+  readonly remainingMs: number;
+  /** What is happening and what to do, in a sentence (the advice: size leases from measured hold times). */
+  readonly message: string;
+}
+
 /** Events a Padlock emits. */
 export interface PadlockEvents {
   acquired: [AcquiredEvent];
   released: [HoldEvent];
   extended: [HoldEvent];
   lost: [LockLostError];
+  /** A hold has used 80 % of its lease without a renewal: a fixed lease nearly over, or renewals failing. */
+  holdWarning: [HoldWarningEvent];
   error: [Error];
 }
 
 /** How padlock's parts report events (the Padlock's emitter, guarded: it never throws). */
 export type Emit = <E extends keyof PadlockEvents>(event: E, ...args: PadlockEvents[E]) => void;
+
+/** The `holdWarning` payload of a hold that has used {@link HOLD_WARNING_AT} of its lease. */
+export function holdWarningEvent(hold: Hold): HoldWarningEvent {
+  const now = monotonicNow();
+  const heldMs = Math.round(now - hold.grantedAt);
+  const remainingMs = Math.max(0, Math.round(hold.deadline - now));
+  const leaseMs = hold.grantedMs;
+  const reason: HoldWarningReason = hold.autoExtend ? 'renewals-failing' : 'fixed-lease';
+  const message =
+    reason === 'fixed-lease'
+      ? `lock "${hold.name}" has been held ${seconds(heldMs)} of its fixed ${seconds(leaseMs)} lease, and is lost in ${seconds(remainingMs)} unless released or extended: ` +
+        'size leaseMs from measured hold times (the padlock.lock.hold.duration metric) with a margin, or leave leaseMs out so that the watchdog renews the lease'
+      : `lock "${hold.name}": no renewal has succeeded for ${Math.round(HOLD_WARNING_AT * 100)} % of its ${seconds(leaseMs)} lease, and it is lost in ${seconds(remainingMs)} unless one does (is Redis reachable?)`;
+  return { name: hold.name, owner: hold.owner, fence: hold.fence, reason, heldMs, leaseMs, remainingMs, message };
+}
+
+function seconds(ms: number): string {
+  return ms < 10_000 ? `${(ms / 1_000).toFixed(1)} s` : `${Math.round(ms / 1_000)} s`;
+}
 
 /** The `released`/`extended` payload of a hold. */
 export function holdEvent(hold: Hold): HoldEvent {

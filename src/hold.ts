@@ -4,13 +4,20 @@
  */
 import { driftMs, monotonicNow } from './clock.js';
 import type { LockKeys } from './keys.js';
-import type { ScriptCall } from './topology/topology.js';
+import type { LockKindName, ScriptCall } from './topology/topology.js';
+
+/** A hold warns (`holdWarning`) once this share of its lease has gone by without a renewal. */
+export const HOLD_WARNING_AT = 0.8;
 
 /** Where a hold stands. */
 export type HoldState = 'held' | 'released' | 'lost';
 
 /** What a hold (and its leases) ask of the lock it belongs to. */
 export interface HoldLock {
+  /** The lock's kind, by its factory's name (for metrics). */
+  readonly kind: LockKindName;
+  /** The lock's name. */
+  readonly name: string;
   /** Holds of locks with the same family are renewed by the same script, so may share a call. */
   readonly family: string;
   /** The call that renews `holds` (all of this family and one topology group). */
@@ -40,6 +47,10 @@ export class Hold {
   renewing = false;
   state: HoldState = 'held';
   readonly controller = new AbortController();
+  /** Monotonic time at which the granting command was sent (hold times count from it). */
+  readonly grantedAt: number;
+  /** A `holdWarning` was given for the lease as it stands (cleared when a renewal moves it on). */
+  warned = false;
 
   constructor(
     readonly keys: LockKeys,
@@ -53,6 +64,7 @@ export class Hold {
   ) {
     this.leaseMs = leaseMs;
     this.autoExtend = autoExtend;
+    this.grantedAt = sentAt;
     this.deadline = sentAt + pttl - driftMs(leaseMs);
     this.grantedMs = pttl;
     this.nextRenewAt = sentAt + this.renewEveryMs;
@@ -66,6 +78,14 @@ export class Hold {
   /** Whether the watchdog renews this hold: always with `autoExtend`, else once to lengthen a shorter grant to the asked lease. */
   get renews(): boolean {
     return this.autoExtend || this.grantedMs < this.leaseMs;
+  }
+
+  /**
+   * Monotonic time at which {@link HOLD_WARNING_AT} of the lease granted last will have gone by
+   * without a renewal: a fixed lease nearly used up, or renewals failing.
+   */
+  get warnAt(): number {
+    return this.deadline - this.grantedMs * (1 - HOLD_WARNING_AT);
   }
 
   /** The lock's name. */
@@ -86,6 +106,7 @@ export class Hold {
     this.deadline = Math.max(this.deadline, sentAt + pttl - driftMs(this.leaseMs));
     this.grantedMs = pttl;
     this.nextRenewAt = sentAt + this.renewEveryMs;
+    if (this.warnAt > monotonicNow()) this.warned = false;
   }
 
   /** Wall-clock estimate of the end of the lease (conservative). */

@@ -2,8 +2,9 @@
 export { Padlock } from './padlock.js';
 export { Lease } from './lease.js';
 export type { Lockable } from './locks/lock.js';
-export type { AcquireOptions, PadlockOptions } from './options.js';
-export type { AcquiredEvent, HoldEvent, PadlockEvents } from './events.js';
+export type { AcquireOptions, MetricsOptions, PadlockOptions } from './options.js';
+export type { AcquiredEvent, HoldEvent, HoldWarningEvent, HoldWarningReason, PadlockEvents } from './events.js';
+export type { CounterLike, HistogramLike, InstrumentOptions, MeterLike, MeterProviderLike, MetricAttributes } from './observability/otel-types.js';
 export {
   PadlockError,
   LockTimeoutError,

@@ -4,6 +4,8 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import { PadlockOptionError } from './errors.js';
+import type { ResolvedMetricsOptions } from './observability/metrics.js';
+import type { MeterProviderLike } from './observability/otel-types.js';
 
 /** Longest timer Node can schedule; longer leases and waits are refused rather than silently cut. */
 export const MAX_MS = 2_147_483_647;
@@ -57,6 +59,39 @@ export interface PadlockOptions {
    * @example { min: 1, timeoutMs: 100 }
    */
   replicas?: ReplicaOptions | undefined;
+  /**
+   * Release every lock this Padlock holds when the process gets SIGTERM or SIGINT, then let the
+   * process end as it would have: padlock closes itself (as `close()` does, within 5 s) and, when
+   * nothing else listens for the signal, raises it again, so the process ends by that signal as it
+   * would have without padlock. When the application listens for the signal too, the process is
+   * the application's to end: padlock only releases. Listeners are removed by `close()`.
+   * @default false
+   */
+  releaseOnExit?: boolean | undefined;
+  /**
+   * Metrics through OpenTelemetry (see the README's Metrics section for the instruments). By
+   * default padlock records to the global `MeterProvider` of `@opentelemetry/api` if the
+   * application has that package installed (loaded on first need; register the SDK before the
+   * first lock), and records nothing otherwise. `false` turns metrics off.
+   * @default {} (the global provider, if any; no lock names)
+   * @example { meterProvider: new MeterProvider({ readers: [reader] }) }
+   */
+  metrics?: MetricsOptions | false | undefined;
+}
+
+/** Where padlock's metrics go, and what they carry. */
+export interface MetricsOptions {
+  /**
+   * The OpenTelemetry `MeterProvider` to record to (an SDK's, or any object with its `getMeter`).
+   * @default the global provider of `@opentelemetry/api`, if installed
+   */
+  meterProvider?: MeterProviderLike | undefined;
+  /**
+   * Add the lock's name to every measurement (`padlock.lock.name`). Off by default: one lock per
+   * entity (`order:<id>`) would make one time series per entity.
+   * @default false
+   */
+  lockNames?: boolean | undefined;
 }
 
 /** How many replicas must acknowledge a lock write, and how long to wait for them. */
@@ -102,6 +137,9 @@ export interface ResolvedPadlockOptions {
   readonly leaseMs: number;
   readonly replyTimeoutMs: number;
   readonly replicas: ReplicaOptions | undefined;
+  readonly releaseOnExit: boolean;
+  /** `undefined`: metrics off. */
+  readonly metrics: ResolvedMetricsOptions | undefined;
 }
 
 /** Validated acquire options with defaults applied. */
@@ -164,8 +202,8 @@ export function checkLeaseMs(option: string, value: unknown): number {
 /** Validates `new Padlock(options)`. */
 export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions & { readonly redis: Redis | Cluster | readonly Redis[] } {
   if (!isPlainObject(options)) throw new PadlockOptionError('options', 'an object with at least { redis }', options);
-  rejectUnknown('options', options, ['redis', 'prefix', 'leaseMs', 'replyTimeoutMs', 'replicas']);
-  const { redis, prefix = 'padlock', leaseMs = 30_000, replyTimeoutMs = 5_000, replicas } = options;
+  rejectUnknown('options', options, ['redis', 'prefix', 'leaseMs', 'replyTimeoutMs', 'replicas', 'releaseOnExit', 'metrics']);
+  const { redis, prefix = 'padlock', leaseMs = 30_000, replyTimeoutMs = 5_000, replicas, releaseOnExit = false } = options;
   const masters = Array.isArray(redis) ? checkMasters(redis as unknown[]) : undefined;
   if (masters === undefined) checkClient('redis', redis);
   if (typeof prefix !== 'string' || !PREFIX_PATTERN.test(prefix)) {
@@ -177,7 +215,23 @@ export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions 
   }
   const client = masters ?? (redis as Redis | Cluster);
   const checkedReplicas = masters === undefined ? checkReplicas(replicas, replyTimeout, redis as Redis | Cluster) : undefined;
-  return { redis: client, prefix, leaseMs: checkLeaseMs('leaseMs', leaseMs), replyTimeoutMs: replyTimeout, replicas: checkedReplicas };
+  if (typeof releaseOnExit !== 'boolean') throw new PadlockOptionError('releaseOnExit', 'a boolean', releaseOnExit);
+  const metrics = checkMetrics(options.metrics);
+  return { redis: client, prefix, leaseMs: checkLeaseMs('leaseMs', leaseMs), replyTimeoutMs: replyTimeout, replicas: checkedReplicas, releaseOnExit, metrics };
+}
+
+/** Validates `metrics`: `false`, or `{ meterProvider?, lockNames? }`. */
+function checkMetrics(metrics: unknown): ResolvedMetricsOptions | undefined {
+  if (metrics === false) return undefined;
+  if (metrics === undefined) return { meterProvider: undefined, lockNames: false };
+  if (!isPlainObject(metrics)) throw new PadlockOptionError('metrics', 'false or an object { meterProvider?, lockNames? }', metrics);
+  rejectUnknown('metrics', metrics, ['meterProvider', 'lockNames']);
+  const { meterProvider, lockNames = false } = metrics;
+  if (meterProvider !== undefined && (typeof meterProvider !== 'object' || meterProvider === null || typeof (meterProvider as { getMeter?: unknown }).getMeter !== 'function')) {
+    throw new PadlockOptionError('metrics.meterProvider', 'an OpenTelemetry MeterProvider (an object with getMeter())', meterProvider);
+  }
+  if (typeof lockNames !== 'boolean') throw new PadlockOptionError('metrics.lockNames', 'a boolean', lockNames);
+  return { meterProvider: meterProvider as MeterProviderLike | undefined, lockNames };
 }
 
 /** Checks one client: an object with everything padlock calls. */

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { holdEvent, type Emit, type PadlockEvents } from './events.js';
+import { holdEvent, holdWarningEvent, type Emit, type PadlockEvents } from './events.js';
 import type { Lease } from './lease.js';
 import type { Lockable } from './locks/lock.js';
 import { FairMutex } from './locks/fair-mutex.js';
@@ -21,6 +21,10 @@ import { SingleServer } from './topology/single-server.js';
 import type { LockKindName, Topology } from './topology/topology.js';
 import { renewTogether } from './renewals.js';
 import { Watchdog } from './watchdog.js';
+import { debug, debugEnabled } from './observability/debug-log.js';
+import { Metrics } from './observability/metrics.js';
+import type { Observer } from './observability/observer.js';
+import { forgetOnExit, releaseOnExit } from './shutdown.js';
 
 /**
  * Distributed locks on Redis.
@@ -37,8 +41,9 @@ import { Watchdog } from './watchdog.js';
  * await redis.quit();
  * ```
  *
- * Events: `acquired`, `released`, `extended` (renewals too), `lost` (a `LockLostError`), `error`
- * (renewal or subscriber trouble; emitted only when someone listens, never thrown).
+ * Events: `acquired`, `released`, `extended` (renewals too), `lost` (a `LockLostError`),
+ * `holdWarning` (a hold has used 80 % of its lease without a renewal), `error` (renewal or
+ * subscriber trouble; emitted only when someone listens, never thrown).
  */
 export class Padlock extends EventEmitter<PadlockEvents> {
   /** The key prefix in use. */
@@ -57,6 +62,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
     const emit: Emit = (event, ...args) => {
       // Timers call this: a listener's exception must not escape as an uncaught error, nor may an
       // 'error' event without a listener (EventEmitter would throw it).
+      if (debugEnabled && event === 'lost') debug(`lost: ${String((args[0] as Error | undefined)?.message)}`);
       if (event === 'error' && this.listenerCount('error') === 0) return;
       try {
         (this.emit as (event: string, ...args: unknown[]) => boolean)(event, ...args);
@@ -70,16 +76,33 @@ export class Padlock extends EventEmitter<PadlockEvents> {
       ? new Redlock(redis.map(fromIoredis), resolved.replyTimeoutMs)
       : new SingleServer(fromIoredis(redis), resolved.replyTimeoutMs, resolved.replicas);
     const subscriber = new Subscriber(() => topology.openSubscriber(), reportError);
+    const observer: Observer | undefined = resolved.metrics === undefined ? undefined : new Metrics(resolved.metrics);
     const watchdog = new Watchdog({
       // A group holds only holds of one family (one renew script) on one node: one round trip.
-      renew: (holds) => renewTogether(topology, holds, reportError),
+      renew: (holds) => {
+        const renewing = renewTogether(topology, holds, reportError);
+        if (observer === undefined) return renewing;
+        return renewing.then((remaining) => {
+          holds.forEach((hold, i) => {
+            const pttl = remaining[i];
+            observer.renewal(hold.lock, pttl === undefined ? 'failed' : pttl > 0 ? 'renewed' : 'refused');
+          });
+          return remaining;
+        });
+      },
       groupOf: (hold) => `${hold.lock.family}\n${topology.nodeOf(hold.keys.lock)}`,
       renewed: (hold) => emit('extended', holdEvent(hold)),
       lost: (hold, reason) => runtime.lost(hold, reason),
       failed: reportError,
+      warn: (hold) => {
+        const warning = holdWarningEvent(hold);
+        if (debugEnabled) debug(`holdWarning: ${warning.message}`);
+        emit('holdWarning', warning);
+      },
     });
-    const runtime = new Runtime(watchdog, subscriber, emit);
-    this.shared = { topology, subscriber, watchdog, runtime, clientId: randomBytes(8).toString('hex'), prefix: this.prefix, leaseMs: this.leaseMs, emit };
+    const runtime = new Runtime(watchdog, subscriber, emit, observer);
+    this.shared = { topology, subscriber, watchdog, runtime, clientId: randomBytes(8).toString('hex'), prefix: this.prefix, leaseMs: this.leaseMs, emit, observer };
+    if (resolved.releaseOnExit) releaseOnExit(this);
   }
 
   /**
@@ -118,6 +141,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
    * client passed in stays open: it is the caller's. Safe to call twice.
    */
   close(): Promise<void> {
+    forgetOnExit(this);
     return this.shared.runtime.close();
   }
 }

@@ -5,10 +5,11 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { setMaxListeners } from 'node:events';
-import { settleWithin } from './clock.js';
+import { monotonicNow, settleWithin } from './clock.js';
 import { LockLostError, PadlockClosedError, type LockLostReason } from './errors.js';
 import { holdEvent, type Emit } from './events.js';
 import type { Hold } from './hold.js';
+import type { Observer } from './observability/observer.js';
 import type { Subscriber } from './subscriber.js';
 import type { Watchdog } from './watchdog.js';
 
@@ -27,6 +28,7 @@ export class Runtime {
     private readonly watchdog: Watchdog,
     private readonly subscriber: Subscriber,
     private readonly emit: Emit,
+    private readonly observer?: Observer,
   ) {
     // Every pending acquire listens for close(): that is not a leak.
     setMaxListeners(0, this.#closing.signal);
@@ -72,9 +74,10 @@ export class Runtime {
     this.watchdog.add(hold);
   }
 
-  #forget(hold: Hold, state: 'released' | 'lost'): boolean {
+  #forget(hold: Hold, state: 'released' | 'lost', reason?: LockLostReason): boolean {
     if (hold.state !== 'held') return false;
     hold.state = state;
+    this.observer?.holdEnded(hold.lock, monotonicNow() - hold.grantedAt, reason);
     const key = holdKey(hold.keys.lock, hold.owner);
     if (this.#holds.get(key) === hold) this.#holds.delete(key);
     this.watchdog.remove(hold);
@@ -83,7 +86,7 @@ export class Runtime {
 
   /** Declares a hold lost: aborts its signal, emits `lost`. Idempotent. */
   lost(hold: Hold, reason: LockLostReason, cause?: unknown): void {
-    if (!this.#forget(hold, 'lost')) return;
+    if (!this.#forget(hold, 'lost', reason)) return;
     const error = new LockLostError(hold.name, hold.owner, hold.fence, reason, cause === undefined ? undefined : { cause });
     hold.controller.abort(error);
     this.emit('lost', error);

@@ -1,5 +1,6 @@
 /** What every lock of one Padlock shares: built once by the Padlock, handed to each lock it makes. */
 import type { Emit } from './events.js';
+import type { Observer } from './observability/observer.js';
 import type { Runtime } from './runtime.js';
 import type { Subscriber } from './subscriber.js';
 import type { Topology } from './topology/topology.js';
@@ -20,4 +21,6 @@ export interface Shared {
   /** The default lease. */
   readonly leaseMs: number;
   readonly emit: Emit;
+  /** The metrics, when on: told of every acquisition, refused attempt, hold's end and renewal. */
+  readonly observer: Observer | undefined;
 }

@@ -100,6 +100,18 @@ export class WaitScope {
     return bound(call, { ms, signal: this.#interrupt.signal, late: abandon, timeout: () => this.noReply(this.lock, ms) });
   }
 
+  /** Monotonic time of the first attempt that found the lock held by another owner, if any. */
+  firstHeldAt: number | undefined;
+  /** Told of each attempt that found the lock held (`first`: the scope's first); set by the metrics. */
+  onHeld: ((first: boolean) => void) | undefined;
+
+  /** An attempt found the lock held by another owner (the lock kind reports it, for metrics). */
+  foundHeld(): void {
+    const first = this.firstHeldAt === undefined;
+    this.firstHeldAt ??= monotonicNow();
+    this.onHeld?.(first);
+  }
+
   /** Clears the timer and listeners. */
   dispose(): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);

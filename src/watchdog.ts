@@ -21,6 +21,8 @@ export interface WatchdogHost {
   lost(hold: Hold, reason: 'taken' | 'expired', cause?: unknown): void;
   /** A renewal failed for a reason other than the lock being gone (it will be retried). */
   failed(error: unknown): void;
+  /** The hold has used 80 % of its lease without a renewal (`HOLD_WARNING_AT`: a fixed lease, or renewals failing). */
+  warn(hold: Hold): void;
 }
 
 export class Watchdog {
@@ -62,7 +64,8 @@ export class Watchdog {
   }
 
   #wakeTime(hold: Hold): number {
-    return hold.renews && !hold.renewing ? Math.min(hold.nextRenewAt, hold.deadline) : hold.deadline;
+    const due = hold.renews && !hold.renewing ? Math.min(hold.nextRenewAt, hold.deadline) : hold.deadline;
+    return hold.warned ? due : Math.min(due, hold.warnAt);
   }
 
   #clearTimer(): void {
@@ -92,6 +95,10 @@ export class Watchdog {
         this.host.lost(hold, 'expired');
         continue;
       }
+      if (!hold.warned && now >= hold.warnAt) {
+        hold.warned = true;
+        this.host.warn(hold);
+      }
       // Renew what is due now and what would be due within half an interval, so one call serves many.
       if (hold.renews && !hold.renewing && hold.nextRenewAt - hold.renewEveryMs / 2 <= now) {
         const group = this.host.groupOf(hold);
@@ -99,7 +106,7 @@ export class Watchdog {
         if (list === undefined) due.set(group, [hold]);
         else list.push(hold);
         hold.renewing = true;
-        next = Math.min(next, hold.deadline);
+        next = Math.min(next, this.#wakeTime(hold));
       } else {
         next = Math.min(next, this.#wakeTime(hold));
       }

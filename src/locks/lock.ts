@@ -13,7 +13,8 @@ import { lockKeys, type LockKeys } from '../keys.js';
 import { Lease } from '../lease.js';
 import { checkLeaseMs, checkName, resolveAcquireOptions, type AcquireOptions, type ResolvedAcquireOptions } from '../options.js';
 import type { Shared } from '../shared.js';
-import type { ScriptCall } from '../topology/topology.js';
+import { failedOutcome, since } from '../observability/metrics.js';
+import type { LockKindName, ScriptCall } from '../topology/topology.js';
 import { WaitScope } from '../wait-scope.js';
 
 /** A hold the server granted. */
@@ -67,6 +68,9 @@ export abstract class Lock implements Lockable, HoldLock {
 
   /** Holds of locks with the same family are renewed by the same script, so may share a call. */
   abstract readonly family: string;
+
+  /** The lock's kind, by its factory's name. */
+  abstract readonly kind: LockKindName;
 
   /** The call that renews `holds` (to their own lease, or to `ms` when given). */
   abstract renewCall(holds: readonly Hold[], ms?: number): ScriptCall<number[]>;
@@ -161,11 +165,21 @@ export abstract class Lock implements Lockable, HoldLock {
     opts.signal?.throwIfAborted();
     const existing = opts.owner === undefined ? runtime.contextHold(this.keys.lock) : runtime.findHold(this.keys.lock, opts.owner);
     const scope = new WaitScope(this.name, opts.waitMs, opts.signal, runtime.closing, topology.replyTimeoutMs, topology.extraReplyMs, (lock, ms) => topology.noReply(lock, ms));
+    const { observer } = this.shared;
+    if (observer !== undefined) scope.onHeld = (first) => observer.held(this, first);
     try {
-      if (existing !== undefined) return await this.#reenter(existing, opts, scope);
-      if (opts.owner !== undefined) return await this.#reenterRemote(opts.owner, opts, scope);
-      const owner = newOwnerToken();
-      return this.#newHold(owner, await this.obtain(owner, opts, scope), opts, scope);
+      let lease: Lease;
+      if (existing !== undefined) lease = await this.#reenter(existing, opts, scope);
+      else if (opts.owner !== undefined) lease = await this.#reenterRemote(opts.owner, opts, scope);
+      else {
+        const owner = newOwnerToken();
+        lease = this.#newHold(owner, await this.obtain(owner, opts, scope), opts, scope);
+      }
+      observer?.acquireEnded(this, existing === undefined && opts.owner === undefined ? 'acquired' : 'reentered', scope.waitedMs, since(scope.firstHeldAt));
+      return lease;
+    } catch (error) {
+      observer?.acquireEnded(this, failedOutcome(error, opts.signal), scope.waitedMs, since(scope.firstHeldAt));
+      throw error;
     } finally {
       scope.dispose();
     }

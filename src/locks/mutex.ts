@@ -18,6 +18,7 @@ import type { WaitScope } from '../wait-scope.js';
 import { Lock, type Grant } from './lock.js';
 import { MutexProtocol, type MutexKind, type QueueMode } from './mutex-protocol.js';
 import { refusalError } from './refusals.js';
+import type { LockKindName } from '../topology/topology.js';
 
 /** A waiter refreshes its place in the queue at least this often. */
 const HEARTBEAT_MS = 1_000;
@@ -29,6 +30,10 @@ export class Mutex extends Lock {
   constructor(shared: Shared, name: string, kind: MutexKind = 'mutex') {
     super(shared, name);
     this.protocol = new MutexProtocol(this.keys, kind, shared.clientId, shared.topology.shardedPubSub);
+  }
+
+  get kind(): LockKindName {
+    return this.protocol.kind === 'fair' ? 'fairMutex' : 'mutex';
   }
 
   renewCall(holds: readonly Hold[], ms?: number): ScriptCall<number[]> {
@@ -95,6 +100,7 @@ export class Mutex extends Lock {
         const sentAt = monotonicNow();
         const reply: AcquireReply = await scope.race(topology.send(this.protocol.attempt(owner, options.leaseMs, mode, heartbeatMs), gaveUp.signal), abandon);
         if (reply.status === 'acquired') return { ...reply, sentAt };
+        if (reply.status === 'busy') scope.foundHeld();
         if (scope.waitMs === 0 || reply.status === 'not-held') throw scope.timeout();
         if (mode === 'try') {
           mode = 'queue';

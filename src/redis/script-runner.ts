@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { PadlockError, RedisCommandError, RedisUnavailableError } from '../errors.js';
+import { debugEnabled, knownScripts, loggedConnection } from '../observability/debug-log.js';
 import type { Arg, CommandConnection, Settled, WaitFor } from './connection.js';
 
 /** A script and how to read its reply. */
@@ -21,7 +22,9 @@ export interface Script<Result> {
 
 /** Defines a script whose reply `parse` checks. */
 export function defineScript<Result>(name: string, source: string, parse: (reply: unknown) => Result): Script<Result> {
-  return { name, source, sha: createHash('sha1').update(source).digest('hex'), parse };
+  const script = { name, source, sha: createHash('sha1').update(source).digest('hex'), parse };
+  knownScripts.set(script.sha, script);
+  return script;
 }
 
 /** Redis replied with an error (as opposed to the connection failing). */
@@ -31,7 +34,12 @@ function isReplyError(error: unknown): boolean {
 
 /** Sends scripts over one command connection. */
 export class ScriptRunner {
-  constructor(private readonly connection: CommandConnection) {}
+  private readonly connection: CommandConnection;
+
+  constructor(connection: CommandConnection) {
+    // NODE_DEBUG=padlock: every command this runner sends is logged with its outcome.
+    this.connection = debugEnabled ? loggedConnection(connection) : connection;
+  }
 
   /** The error for a call that had no reply within `ms`; its cause says what the client's connection was doing. */
   noReply(lock: string | undefined, ms: number): RedisUnavailableError {

@@ -6,7 +6,9 @@
  * `exactOptionalPropertyTypes`, `noUncheckedIndexedAccess`, no `skipLibCheck`). In each, every code
  * example of README.md is compiled and run against a real redis-server, and must exit by itself,
  * with code 0, saying nothing on stderr. The examples come from README.md itself (see
- * readme-examples.ts), so the README and this test cannot drift apart.
+ * readme-examples.ts), so the README and this test cannot drift apart. The ioredis 5 projects also
+ * have the OpenTelemetry API and metrics SDK (and run the metrics example); the ioredis 6 projects
+ * have no OpenTelemetry package, so their runs show that padlock works, and type-checks, without.
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -73,12 +75,17 @@ interface Project extends Target {
   readonly tsResolution?: string;
 }
 
+/** The install that has OpenTelemetry linked in. */
+const OTEL_INSTALL: Project['ioredis'] = 'ioredis5';
+/** What it links from the repository's node_modules: the API, the metrics SDK and what the SDK needs. */
+const OTEL_PACKAGES = ['api', 'sdk-metrics', 'core', 'resources', 'semantic-conventions'];
+
 function js(ioredis: Project['ioredis'], format: Project['format']): Project {
-  return { name: `${ioredis}-js-${format}`, ioredis, language: 'js', format };
+  return { name: `${ioredis}-js-${format}`, ioredis, language: 'js', format, otel: ioredis === OTEL_INSTALL };
 }
 
 function typescript(ioredis: Project['ioredis'], format: Project['format'], tsModule: string, tsResolution: string): Project {
-  return { name: `${ioredis}-ts-${tsModule}-${tsResolution}-${format}`, ioredis, language: 'ts', format, tsModule, tsResolution };
+  return { name: `${ioredis}-ts-${tsModule}-${tsResolution}-${format}`, ioredis, language: 'ts', format, tsModule, tsResolution, otel: ioredis === OTEL_INSTALL };
 }
 
 const projects: Project[] = [
@@ -146,6 +153,10 @@ before(async () => {
     symlinkSync(join(root, 'node_modules', ioredis === 'ioredis5' ? 'ioredis' : 'ioredis6'), join(dir, 'node_modules', 'ioredis'), 'dir');
     mkdirSync(join(dir, 'node_modules', '@types'), { recursive: true });
     symlinkSync(join(root, 'node_modules', '@types', 'node'), join(dir, 'node_modules', '@types', 'node'), 'dir');
+    if (ioredis === OTEL_INSTALL) {
+      mkdirSync(join(dir, 'node_modules', '@opentelemetry'));
+      for (const name of OTEL_PACKAGES) symlinkSync(join(root, 'node_modules', '@opentelemetry', name), join(dir, 'node_modules', '@opentelemetry', name), 'dir');
+    }
   }
 });
 

@@ -10,6 +10,9 @@
  * - `commonjs`: a CommonJS program in plain JavaScript, run as written by CommonJS JavaScript projects.
  * - `js-needs-node-24`: uses syntax plain JavaScript has only from Node 24 (`await using`): before
  *   that, its plain-JavaScript run must fail with a SyntaxError, as the README says.
+ * - `otel`: uses the OpenTelemetry SDK (`@opentelemetry/sdk-metrics`): runs only in projects that
+ *   have it installed. The others have no `@opentelemetry` package at all, so every other example
+ *   shows that padlock neither needs it nor mentions it there.
  *
  * Every other example is a complete ES module program in TypeScript. CommonJS projects get it with
  * its top-level code in an async function (CommonJS has no top-level `await`), and plain-JavaScript
@@ -27,7 +30,7 @@ export interface Example {
   readonly line: number;
 }
 
-const FLAGS = ['fragment', 'commonjs', 'js-needs-node-24'] as const;
+const FLAGS = ['fragment', 'commonjs', 'js-needs-node-24', 'otel'] as const;
 type Flag = (typeof FLAGS)[number];
 
 /** How a project runs its code. */
@@ -36,6 +39,8 @@ export interface Target {
   readonly language: 'js' | 'ts';
   /** The module system the emitted code runs in. */
   readonly format: 'esm' | 'cjs';
+  /** Whether the project has `@opentelemetry/api` and `@opentelemetry/sdk-metrics` installed. */
+  readonly otel?: boolean;
 }
 
 const TAG = /^<!--\s*example:\s*([a-z0-9-]+)((?:\s+[a-z0-9-]+)*)\s*-->$/;
@@ -79,6 +84,7 @@ export function parseExamples(markdown: string): Example[] {
 
 /** Whether a project of this target runs the example at all. */
 export function runsIn(example: Example, target: Target): boolean {
+  if (example.flags.has('otel') && target.otel !== true) return false;
   // A CommonJS JavaScript program is meant for plain CommonJS projects only.
   if (example.flags.has('commonjs')) return target.language === 'js' && target.format === 'cjs';
   return true;
