@@ -6,8 +6,20 @@ import { Command, CommanderError } from 'commander';
 import type { CommandContext } from './command.js';
 import { declareDemo } from './demo.js';
 import { CliError, ExitCode, usageError } from './errors.js';
+import { declareInspect } from './inspect.js';
+import { declareList } from './list.js';
+import { declareRelease } from './release.js';
+import { declareWatch } from './watch.js';
 
 const AFTER_HELP = `
+Connecting (list, inspect, release, watch): --url, else $REDIS_URL:
+  redis://[[user]:password@]host[:port][/db]   one server (rediss:// for TLS); a Cluster
+                                               node is found out and its Cluster used
+  redis+sentinel://[[user]:password@]host[:port][,host[:port]…]/masterName[/db]
+                                               the primary a set of sentinels names
+                                               (?sentinelPassword=… for the sentinels' own)
+  --cluster                                    insist that the URL is a Cluster node
+
 Exit status: 0 done, 1 failed (Redis unreachable or lost, a Redis error), 2 bad command
 line, 130 interrupted (Ctrl-C; 'watch' exits 0 on it), 143 terminated (SIGTERM).
 
@@ -38,6 +50,10 @@ export async function runCli(argv: readonly string[], context: CommandContext, v
     })
     .addHelpText('after', AFTER_HELP);
   declareDemo(program, context, exit);
+  declareList(program, context, exit);
+  declareInspect(program, context, exit);
+  declareRelease(program, context, exit);
+  declareWatch(program, context, exit);
 
   const subcommand = argv.find((arg) => program.commands.some((c) => c.name() === arg));
   try {
