@@ -14,7 +14,8 @@ import { lockKeys } from '../src/keys.js';
 import type { InspectReport } from '../src/cli/inspect.js';
 import type { ListReport } from '../src/cli/list.js';
 import type { ReleaseReport } from '../src/cli/release.js';
-import type { WatchFrame } from '../src/cli/watch.js';
+import { fit, type WatchFrame } from '../src/cli/watch.js';
+import { duration, table } from '../src/cli/render.js';
 import { connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
 import { assertOneLineError, cleanEnv, noTmux, runBin, Terminal } from './harness/cli.js';
 
@@ -37,6 +38,25 @@ async function json<T>(prefix: string, ...args: string[]): Promise<T> {
   assert.equal(result.stderr, '');
   return JSON.parse(result.stdout) as T;
 }
+
+describe('rendering', () => {
+  it('writes durations as operators read them', () => {
+    const cases: [number | null, string][] = [[null, '—'], [0, '0 ms'], [999, '999 ms'], [1_000, '1.0 s'], [28_149, '28.1 s'], [59_999, '59.9 s'], [60_000, '1m 00s'], [725_000, '12m 05s'], [3_600_000, '1h 00m'], [11_000_000, '3h 03m'], [190_000_000, '2d 04h'], [-1_500, '-1.5 s']];
+    for (const [ms, text] of cases) assert.equal(duration(ms), text, String(ms));
+  });
+
+  it('cuts a line to the terminal width, keeping colours and resetting them', () => {
+    assert.equal(fit('abcdef', 4), 'abc\u001b[0m');
+    assert.equal(fit('abc', 4), 'abc');
+    assert.equal(fit('\u001b[1mab\u001b[22mcdef', 4), '\u001b[1mab\u001b[22mc\u001b[0m', 'styles take no room');
+    assert.equal(fit('ü—…xyz', 4), 'ü—…\u001b[0m');
+  });
+
+  it('aligns table columns, coloured cells included, without trailing spaces', () => {
+    const text = table([{ title: 'name' }, { title: 'n', align: 'right' }], [['a', '1'], ['\u001b[31mlonger\u001b[39m', '100']]);
+    assert.equal(text, 'name      n\na         1\n\u001b[31mlonger\u001b[39m  100');
+  });
+});
 
 describe('padlock list', () => {
   it('lists the locks in use: holder, hold count, lease, fence, waiters and the longest wait', async () => {
