@@ -130,6 +130,6 @@ describe('on a Sentinel set', () => {
 
   it('says so when the sentinels do not know the master name (exit 1)', async () => {
     const wrong = url.replace(/\/locks$/, '/nosuchmaster');
-    assertOneLineError(await runBin(['list', '--url', wrong]), 1, /^padlock: cannot reach Redis at redis\+sentinel:\/\/.*\/nosuchmaster: /);
+    assertOneLineError(await runBin(['list', '--url', wrong]), 1, /^padlock: cannot reach Redis at redis\+sentinel:\/\/.*\/nosuchmaster: the sentinels answered: ERR No such master with that name$/);
   });
 });

@@ -5,9 +5,13 @@
  * `release`'s confirmation in a real terminal (tmux). The Cluster and Sentinel runs are in
  * cli-topologies.test.ts.
  */
-import { describe, it, before } from 'node:test';
+import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import type { RedisServer } from '../src/devserver/redis-server.js';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { RedisServerStartError, type RedisServer } from '../src/devserver/redis-server.js';
 import { freePort } from '../src/devserver/redis-server.js';
 import type { Lease } from '../src/index.js';
 import { lockKeys } from '../src/keys.js';
@@ -259,6 +263,35 @@ describe('the operator commands: failures are one line and an exit code', () => 
     const top = await runBin(['--help']);
     for (const command of ['demo', 'list', 'inspect', 'release', 'watch']) assert.match(top.stdout, new RegExp(`^ {2}${command} {2}`, 'm'));
     assert.match(top.stdout, /redis\+sentinel:\/\//);
+  });
+});
+
+describe('over TLS (rediss://)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'padlock-cli-tls-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  let tls: { server: RedisServer; port: number; cert: string } | string | undefined;
+  before(async () => {
+    if (spawnSync('openssl', ['version']).status !== 0) return void (tls = 'the openssl command is not installed');
+    const key = join(dir, 'key.pem');
+    const cert = join(dir, 'cert.pem');
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'], { stdio: 'ignore' });
+    const port = await freePort();
+    try {
+      const server = await startServer({ args: ['--port', '0', '--tls-port', String(port), '--tls-cert-file', cert, '--tls-key-file', key, '--tls-ca-cert-file', cert, '--tls-auth-clients', 'no'] });
+      tls = { server, port, cert };
+    } catch (error) {
+      if (!(error instanceof RedisServerStartError)) throw error;
+      tls = `redis-server does not support TLS here: ${error.message.split('\n', 1)[0]}`;
+    }
+  });
+
+  it('lists a TLS-only server whose certificate the process trusts, and says why it cannot otherwise', async (t) => {
+    if (tls === undefined || typeof tls === 'string') return t.skip(tls);
+    const url = `rediss://127.0.0.1:${tls.port}`;
+    const trusted = await runBin(['list', '--url', url, '--json'], { env: cleanEnv({ NODE_EXTRA_CA_CERTS: tls.cert }) });
+    assert.equal(trusted.code, 0, trusted.stderr);
+    assert.deepEqual((JSON.parse(trusted.stdout) as ListReport).locks, []);
+    assertOneLineError(await runBin(['list', '--url', url]), 1, /^padlock: cannot reach Redis at rediss:\/\/127\.0\.0\.1:\d+: .*certificate/);
   });
 });
 

@@ -126,7 +126,11 @@ export function describeConnectError(error: unknown): string {
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'unknown host';
   if (code === 'ETIMEDOUT' || /ETIMEDOUT/.test(message)) return 'connection timed out';
   if (/Protocol error/.test(message)) return 'the server there does not speak the Redis protocol (wrong port?)';
-  if (/All sentinels are unreachable/.test(message)) return 'no sentinel answered (is redis-sentinel running there?)';
+  const sentinels = /All sentinels are unreachable.*?(?:Last error: (.*))?$/.exec(message);
+  if (sentinels !== null) {
+    const last = sentinels[1]?.trim() ?? '';
+    return last === '' || /Connection is closed/.test(last) ? 'no sentinel answered (is redis-sentinel running there?)' : `the sentinels answered: ${last}`;
+  }
   if (/max retries per request/.test(message)) return 'the connection dropped and could not be made again';
   if (/Connection is closed/.test(message)) return 'the connection was closed before Redis answered';
   return message;
