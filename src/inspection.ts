@@ -5,8 +5,9 @@
  * Outside the scripts, this is the one module that knows how a lock's state is laid out in Redis
  * (which keys a lock has, what a queued waiter's entry holds): a change of that layout changes
  * inspect.lua, keys.ts and this module, never the CLI, which only prints a {@link LockState}.
- * @internal not part of the library's API (the CLI's `--json` output, built from it, is documented
- * in docs/cli.md).
+ *
+ * Not exported from the package's entry point: the CLI's `--json` output, built from it, is what is
+ * documented (docs/cli.md).
  */
 import { hashTag, lockKeys, scriptKeys, type LockKeys } from './keys.js';
 import type { CommandConnection } from './redis/connection.js';
