@@ -296,7 +296,7 @@ describe('over TLS (rediss://)', () => {
 });
 
 describe('padlock watch, without a terminal', () => {
-  it('prints one JSON object per interval, and exits 0 on SIGINT', async () => {
+  it('prints one JSON object per interval, exits 0 on SIGINT, 143 on SIGTERM', async () => {
     const padlock = padlockOn(server, { prefix: 'watch1' });
     const lease = await padlock.mutex('w:1').acquire();
     let stopped = false;
@@ -316,6 +316,16 @@ describe('padlock watch, without a terminal', () => {
       assert.ok(!Number.isNaN(Date.parse(frame.at)));
       assert.deepEqual(frame.locks.map((l) => [l.name, l.fence]), [['w:1', lease.fence]]);
     }
+    let terminated = false;
+    const term = await runBin(['watch', '--interval', '100', '--url', server.url, '--prefix', 'watch1'], {
+      onStdout: (soFar, pid) => {
+        if (!terminated && /^w:1 /m.test(soFar)) {
+          terminated = true;
+          process.kill(pid, 'SIGTERM');
+        }
+      },
+    });
+    assertOneLineError(term, 143, /^padlock: interrupted$/);
     await lease.release();
   });
 });

@@ -1,14 +1,14 @@
 /**
  * `padlock watch [pattern]`: `list`, redrawn in place every interval on a terminal (the alternate
- * screen, as `top` and `watch` use, restored on exit). Ends cleanly on Ctrl-C (exit 0) and on a
- * lost connection (exit 1, one line). Elsewhere it prints one frame per interval (`--json`: one
+ * screen, as `top` and `watch` use, restored on exit). Ends cleanly on Ctrl-C (exit 0; SIGTERM:
+ * 143) and on a lost connection (exit 1, one line). Elsewhere it prints one frame per interval (`--json`: one
  * JSON object per line).
  */
 import type { Command as CommanderCommand } from 'commander';
 import type { LockState } from '../inspection.js';
 import type { CommandContext, OutputStream } from './command.js';
 import { redisFailure, type Connection } from './connection.js';
-import { CliError, ExitCode } from './errors.js';
+import { CliError, ExitCode, interruptedError } from './errors.js';
 import { lockTable, noLocks, readList, summary, type LockSummary } from './list.js';
 import { withConnectionOptions, withSession, type ConnectionFlags, type Session } from './operator.js';
 import { terminalOutput } from './progress.js';
@@ -57,7 +57,7 @@ export function declareWatch(program: CommanderCommand, context: CommandContext,
       .option('--all', 'also free locks whose key remains (an hour after their release)'),
     'print one JSON object per line, per interval (fields: docs/cli.md)',
   )
-    .addHelpText('after', '\nExit status: 0 stopped by Ctrl-C, 1 Redis unreachable or lost, 2 bad command line.')
+    .addHelpText('after', '\nExit status: 0 stopped by Ctrl-C, 1 Redis unreachable or lost, 2 bad command line, 143 SIGTERM.')
     .action(async (pattern: string, flags: WatchFlags) => exit(await runWatch(pattern, flags, context)));
 }
 
@@ -89,7 +89,9 @@ async function runWatch(pattern: string, flags: WatchFlags, context: CommandCont
       } finally {
         context.stdout.off('resize', redraw);
       }
-      return ExitCode.ok; // Ctrl-C is how a watch ends
+      // Ctrl-C is how a watch ends; SIGTERM is still a termination.
+      if (context.signal.reason === 'SIGTERM') throw interruptedError(context.signal);
+      return ExitCode.ok;
     } finally {
       screen?.close();
     }
