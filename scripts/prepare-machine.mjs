@@ -1,7 +1,8 @@
 // Runs before `npm test` and `npm run demo`: makes a fresh machine ready for them.
 // Installs the npm dependencies when node_modules is missing, and redis-server, redis-cli
-// (redis-tools: it creates the test Cluster) and redis-sentinel from Debian's packages when they are
-// missing and this is a root shell with apt-get; otherwise says what to do.
+// (redis-tools: it creates the test Cluster), redis-sentinel and tmux (the CLI's terminal tests)
+// from Debian's packages when they are missing and this is a root shell with apt-get; otherwise
+// says what to do.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
@@ -23,6 +24,8 @@ const needed = [
   ['redis-server', 'redis-server', true],
   ['redis-cli', 'redis-tools', true],
   ['redis-sentinel', 'redis-sentinel', false],
+  // The CLI's `watch` and `release` prompt are tested in a real terminal; without tmux those tests skip.
+  ['tmux', 'tmux', false],
 ].filter(([command]) => !has(command));
 if (needed.length > 0) {
   const packages = needed.map(([, name]) => name);

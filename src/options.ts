@@ -206,9 +206,7 @@ export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions 
   const { redis, prefix = 'padlock', leaseMs = 30_000, replyTimeoutMs = 5_000, replicas, releaseOnExit = false } = options;
   const masters = Array.isArray(redis) ? checkMasters(redis as unknown[]) : undefined;
   if (masters === undefined) checkClient('redis', redis);
-  if (typeof prefix !== 'string' || !PREFIX_PATTERN.test(prefix)) {
-    throw new PadlockOptionError('prefix', 'a string of 1 to 64 characters from A-Z a-z 0-9 _ . : -', prefix);
-  }
+  const checkedPrefix = checkPrefix(prefix);
   const replyTimeout = checkMs('replyTimeoutMs', replyTimeoutMs, MIN_REPLY_TIMEOUT_MS, false);
   if (masters !== undefined && replicas !== undefined) {
     throw new PadlockOptionError('replicas', 'left out with Redlock (an array of masters: each lock needs a majority of them instead)', replicas);
@@ -217,7 +215,7 @@ export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions 
   const checkedReplicas = masters === undefined ? checkReplicas(replicas, replyTimeout, redis as Redis | Cluster) : undefined;
   if (typeof releaseOnExit !== 'boolean') throw new PadlockOptionError('releaseOnExit', 'a boolean', releaseOnExit);
   const metrics = checkMetrics(options.metrics);
-  return { redis: client, prefix, leaseMs: checkLeaseMs('leaseMs', leaseMs), replyTimeoutMs: replyTimeout, replicas: checkedReplicas, releaseOnExit, metrics };
+  return { redis: client, prefix: checkedPrefix, leaseMs: checkLeaseMs('leaseMs', leaseMs), replyTimeoutMs: replyTimeout, replicas: checkedReplicas, releaseOnExit, metrics };
 }
 
 /** Validates `metrics`: `false`, or `{ meterProvider?, lockNames? }`. */
@@ -272,6 +270,14 @@ function checkReplicas(replicas: unknown, replyTimeoutMs: number, client: Redis 
     throw new PadlockOptionError('replicas', 'left out with a Cluster client (replica acknowledgement serves a single primary with replicas, e.g. under Sentinel)', replicas);
   }
   return { min, timeoutMs };
+}
+
+/** Checks a key prefix (`PadlockOptions.prefix`); throws `PadlockOptionError` naming it. */
+export function checkPrefix(prefix: unknown): string {
+  if (typeof prefix !== 'string' || !PREFIX_PATTERN.test(prefix)) {
+    throw new PadlockOptionError('prefix', 'a string of 1 to 64 characters from A-Z a-z 0-9 _ . : -', prefix);
+  }
+  return prefix;
 }
 
 /** Validates a lock name. */

@@ -5,50 +5,15 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { freePort } from '../src/devserver/redis-server.js';
 import type { DemoReport } from '../src/cli/demo.js';
 import { connect, startServer } from './harness/redis.js';
-
-/** The compiled bin next to the compiled tests (`build/src/cli/main.js`, made by `npm run build:all`). */
-const BIN = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
-
-interface Run {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** The environment of a user who set no REDIS_URL. */
-function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  const env = { ...process.env, ...extra };
-  if (!('REDIS_URL' in extra)) delete env['REDIS_URL'];
-  delete env['PADLOCK_DEBUG'];
-  return env;
-}
-
-/** Runs the bin with `args`; `onStdout` sees the output as it arrives (and may signal the process). */
-function runBin(args: readonly string[], options: { env?: NodeJS.ProcessEnv; onStdout?: (soFar: string, pid: number) => void } = {}): Promise<Run> {
-  const child = spawn(process.execPath, [BIN, ...args], { env: options.env ?? cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-    stdout += chunk;
-    options.onStdout?.(stdout, child.pid ?? -1);
-  });
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
-}
+import { assertOneLineError, cleanEnv, runBin } from './harness/cli.js';
 
 /** Whether something accepts TCP connections on 127.0.0.1:`port`. */
 function isListening(port: number): Promise<boolean> {
@@ -60,16 +25,6 @@ function isListening(port: number): Promise<boolean> {
     });
     socket.once('error', () => resolve(false));
   });
-}
-
-/** Asserts a failure was reported as one `padlock: …` line (plus at most a usage hint), no stack. */
-function assertOneLineError(run: Run, code: number, pattern: RegExp): void {
-  assert.equal(run.code, code, `exit code; stderr: ${run.stderr}`);
-  const lines = run.stderr.trimEnd().split('\n');
-  assert.match(lines[0] ?? '', /^padlock: /);
-  assert.match(lines[0] ?? '', pattern);
-  assert.ok(lines.length === 1 || (lines.length === 2 && /^Run 'padlock/.test(lines[1] ?? '')), `one line expected, got:\n${run.stderr}`);
-  assert.doesNotMatch(run.stderr, /^\s+at /m, 'no stack trace');
 }
 
 function portOf(url: string): number {
@@ -188,7 +143,7 @@ describe('padlock demo: failures are one line and an exit code', () => {
     assert.match(unknown.stderr, /Run 'padlock demo --help'/);
     assertOneLineError(await runBin(['demo', '--sellers', '0']), 2, /--sellers must be an integer from 1 to 64, got '0'/);
     assertOneLineError(await runBin(['demo', '--tickets', 'many']), 2, /--tickets must be an integer/);
-    assertOneLineError(await runBin(['demo', '--url']), 2, /option '--url' needs a value/);
+    assertOneLineError(await runBin(['demo', '--url']), 2, /option '--url <url>' argument missing/);
     assertOneLineError(await runBin(['sell']), 2, /unknown command 'sell'/);
   });
 

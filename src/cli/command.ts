@@ -1,36 +1,25 @@
 /**
- * What a subcommand of the `padlock` bin is. `main.ts` dispatches to one by name; each lives in its
- * own module (`demo.ts`; later `list`, `inspect`, `force-release`, `watch`).
+ * What a subcommand of the `padlock` bin gets from the process, so that it can be run (and tested)
+ * without globals. `program.ts` declares the subcommands (commander) and calls each one's `run`.
  */
-import type { Writable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 
 /** A writable stream that may be a terminal. */
-export type OutputStream = Writable & { isTTY?: boolean; columns?: number };
+export type OutputStream = Writable & { isTTY?: boolean; columns?: number; rows?: number };
 
-/** What a subcommand gets from the process, so that it can be run (and tested) without globals. */
+/** A readable stream that may be a terminal. */
+export type InputStream = Readable & { isTTY?: boolean };
+
+/** What a subcommand gets from the process. */
 export interface CommandContext {
   /** Results and progress. */
   readonly stdout: OutputStream;
-  /** Warnings. Errors are not written by commands: they throw a `CliError` and `main` reports it. */
+  /** Warnings and prompts. Errors are not written by commands: they throw a `CliError` and `main` reports it. */
   readonly stderr: OutputStream;
+  /** Answers to prompts (`release` asks for confirmation when this and stderr are terminals). */
+  readonly stdin: InputStream;
   /** Environment variables (e.g. `REDIS_URL`, `NO_COLOR`). */
   readonly env: NodeJS.ProcessEnv;
-  /** Aborted on Ctrl-C (SIGINT) or SIGTERM: the command cleans up and throws `CliError` with exit code 130. */
+  /** Aborted on Ctrl-C (SIGINT) or SIGTERM, with the signal's name as its reason. */
   readonly signal: AbortSignal;
-}
-
-/** A subcommand: `padlock <name> [options]`. */
-export interface Command {
-  /** The word after `padlock`. */
-  readonly name: string;
-  /** One line for `padlock --help`. */
-  readonly summary: string;
-  /** The full text of `padlock <name> --help`. */
-  readonly help: string;
-  /**
-   * Runs the command with the arguments after its name.
-   * @returns the exit code
-   * @throws CliError for every failure the user should see as one line
-   */
-  run(argv: readonly string[], context: CommandContext): Promise<number>;
 }

@@ -5,15 +5,17 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { integerOption, parseOptions, stringOption } from './args.js';
-import type { Command, CommandContext } from './command.js';
+import type { Command as CommanderCommand } from 'commander';
+import type { CommandContext } from './command.js';
 import { PHASES, THINK_MS, WORK_MS, type LockKind, type SellerResult } from './demo-protocol.js';
 import { CliError, ExitCode, interruptedError } from './errors.js';
 import { plural, verb } from './plural.js';
-import { formatTable, ProgressLine, styles, terminalOutput, type TerminalOutput } from './progress.js';
+import { ProgressLine, terminalOutput, type TerminalOutput } from './progress.js';
+import { colors, table } from './render.js';
 import { connectRedis, resolveRedisTarget, serverVersion } from './redis-target.js';
 import { SellerPool } from './sellers.js';
 import { jainIndex, percentile } from './stats.js';
+import { integerParser } from './values.js';
 
 /** One phase of the sale. */
 type PhaseSpec = (typeof PHASES)[number];
@@ -74,57 +76,38 @@ export interface DemoReport {
   readonly phases: readonly PhaseReport[];
 }
 
-const HELP = `Usage: padlock demo [options]
-
-The ticket sale. N seller processes sell M tickets from one stock in Redis with a
-read-check-write (GET stock; if it is above 0, take the payment, SET stock-1, INCR sold):
-first without a lock, then under padlock's mutex, then under its fairMutex. Without a
-lock the sellers oversell; with one, exactly M tickets are sold.
-
-Options:
-  --url URL      the Redis to use (default: $REDIS_URL, else a private redis-server on
-                 a free loopback port, stopped when the demo ends)
-  --sellers N    seller processes, 1 to 64 (default: 8)
-  --tickets M    tickets in stock, 1 to 100000 (default: 1000)
-  --json         print the results as JSON instead of progress bars and a table
-  -h, --help     show this help
-
+/** Declares `padlock demo` on `program`; its action passes its exit code to `exit`. */
+export function declareDemo(program: CommanderCommand, context: CommandContext, exit: (code: number) => void): void {
+  program
+    .command('demo')
+    .summary('the ticket sale: N processes oversell without a lock, sell exactly with one')
+    .description(
+      'The ticket sale. N seller processes sell M tickets from one stock in Redis with a ' +
+        'read-check-write (GET stock; if it is above 0, take the payment, SET stock-1, INCR sold): ' +
+        "first without a lock, then under padlock's mutex, then under its fairMutex. Without a " +
+        'lock the sellers oversell; with one, exactly M tickets are sold.',
+    )
+    .option('--url <url>', 'the Redis to use (default: $REDIS_URL, else a private redis-server on a free loopback port, stopped when the demo ends)')
+    .option('--sellers <n>', 'seller processes, 1 to 64', integerParser('--sellers', 1, 64), 8)
+    .option('--tickets <m>', 'tickets in stock, 1 to 100000', integerParser('--tickets', 1, 100_000), 1_000)
+    .option('--json', 'print the results as JSON instead of progress bars and a table')
+    .addHelpText(
+      'after',
+      `
 Keys are written under ${KEY_PREFIX}:* and deleted when the demo ends.
 Exit status: 0 done, 1 failed (Redis unreachable, redis-server missing, or a locked
-phase did not sell exactly M), 2 bad command line, 130 interrupted.`;
-
-/** `padlock demo`. */
-export const demoCommand: Command = {
-  name: 'demo',
-  summary: 'the ticket sale: N processes oversell without a lock, sell exactly with one',
-  help: HELP,
-  async run(argv, context) {
-    const values = parseOptions(argv, {
-      url: { type: 'string' },
-      sellers: { type: 'string' },
-      tickets: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
+phase did not sell exactly M), 2 bad command line, 130 interrupted.`,
+    )
+    .action(async (flags: { url?: string; sellers: number; tickets: number; json?: boolean }) => {
+      const report = await runDemo({ url: flags.url, sellers: flags.sellers, tickets: flags.tickets, json: flags.json === true }, context);
+      const inexact = report.phases.filter((p) => p.lock !== 'none' && (p.sold !== report.tickets || p.stockLeft !== 0));
+      if (inexact.length > 0) {
+        const which = inexact.map((p) => `${p.label} sold ${p.sold}`).join(', ');
+        throw new CliError(`a locked phase did not sell exactly ${plural(report.tickets, 'ticket')} (${which}): please report this padlock bug`);
+      }
+      exit(ExitCode.ok);
     });
-    if (values['help'] === true) {
-      context.stdout.write(`${HELP}\n`);
-      return ExitCode.ok;
-    }
-    const options: DemoOptions = {
-      url: stringOption(values, 'url'),
-      sellers: integerOption(values, 'sellers', 8, 1, 64),
-      tickets: integerOption(values, 'tickets', 1_000, 1, 100_000),
-      json: values['json'] === true,
-    };
-    const report = await runDemo(options, context);
-    const inexact = report.phases.filter((p) => p.lock !== 'none' && (p.sold !== report.tickets || p.stockLeft !== 0));
-    if (inexact.length > 0) {
-      const which = inexact.map((p) => `${p.label} sold ${p.sold}`).join(', ');
-      throw new CliError(`a locked phase did not sell exactly ${plural(report.tickets, 'ticket')} (${which}): please report this padlock bug`);
-    }
-    return ExitCode.ok;
-  },
-};
+}
 
 /**
  * Runs the ticket sale and prints it: progress lines and a table, or (with `json`) the report as
@@ -134,7 +117,7 @@ export const demoCommand: Command = {
  */
 export async function runDemo(options: DemoOptions, context: CommandContext): Promise<DemoReport> {
   const term = terminalOutput(context.stdout, context.env);
-  const s = styles(term);
+  const s = colors(term);
   const say = (text = ''): void => void (options.json ? undefined : context.stdout.write(`${text}\n`));
   const checkInterrupt = (): void => {
     if (context.signal.aborted) throw interruptedError(context.signal);
@@ -190,7 +173,7 @@ async function runPhase(
   options: DemoOptions,
   on: { client: Redis; pool: SellerPool; runId: string; line: ProgressLine | undefined; term: TerminalOutput },
 ): Promise<PhaseReport> {
-  const s = styles(on.term);
+  const s = colors(on.term);
   const stockKey = `${KEY_PREFIX}:${on.runId}:stock`;
   const soldKey = `${KEY_PREFIX}:${on.runId}:sold`;
   await on.client.set(stockKey, options.tickets);
@@ -239,7 +222,7 @@ function round(value: number, digits: number): number {
 }
 
 function printSummary(report: DemoReport, term: TerminalOutput, say: (text?: string) => void): void {
-  const s = styles(term);
+  const s = colors(term);
   const dash = '—';
   const rows = report.phases.map((p) => [
     p.label,
@@ -252,8 +235,16 @@ function printSummary(report: DemoReport, term: TerminalOutput, say: (text?: str
   ]);
   say();
   say(
-    formatTable(
-      [{ title: 'phase', align: 'left' }, { title: 'sold' }, { title: 'oversold' }, { title: 'seconds' }, { title: 'acq/s' }, { title: 'wait p99' }, { title: 'fairness' }],
+    table(
+      [
+        { title: 'phase' },
+        { title: 'sold', align: 'right' },
+        { title: 'oversold', align: 'right' },
+        { title: 'seconds', align: 'right' },
+        { title: 'acq/s', align: 'right' },
+        { title: 'wait p99', align: 'right' },
+        { title: 'fairness', align: 'right' },
+      ],
       rows,
     ),
   );

@@ -1,34 +1,15 @@
 #!/usr/bin/env node
 /**
- * The `padlock` bin: parses `padlock <command> [options]`, dispatches to the command, and reports
- * failures as one line on stderr (`padlock: …`) with a non-zero exit code, never a stack trace
- * (set `PADLOCK_DEBUG=1` to see one).
+ * The `padlock` bin: runs `padlock <command> [options]` (program.ts) and reports failures as one
+ * line on stderr (`padlock: …`) with a non-zero exit code, never a stack trace (set
+ * `PADLOCK_DEBUG=1` to see one). Ctrl-C and SIGTERM abort the command's signal; a second one exits
+ * at once.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Command, CommandContext } from './command.js';
-import { demoCommand } from './demo.js';
-import { CliError, ExitCode, firstLine, usageError } from './errors.js';
-
-/** Every subcommand, in the order `padlock --help` lists them. */
-const COMMANDS: readonly Command[] = [demoCommand];
-
-function help(): string {
-  const width = Math.max(...COMMANDS.map((c) => c.name.length));
-  return `Usage: padlock <command> [options]
-
-Distributed locks for Node.js on Redis.
-
-Commands:
-${COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`).join('\n')}
-
-Options:
-  -h, --help     show this help (padlock <command> --help for a command's)
-  -v, --version  print padlock's version
-
-Start with: npx padlock demo`;
-}
+import { CliError, ExitCode, firstLine } from './errors.js';
+import { runCli } from './program.js';
 
 /** padlock's version, from the nearest package.json named "padlock" above this module. */
 function version(): string {
@@ -40,37 +21,6 @@ function version(): string {
     if (pkg.name === 'padlock' && typeof pkg.version === 'string') return pkg.version;
   }
   return 'unknown';
-}
-
-/**
- * Runs the command line `argv` (without `node` and the script).
- * @returns the exit code
- */
-async function runCli(argv: readonly string[], context: CommandContext): Promise<number> {
-  const [first, ...rest] = argv;
-  if (first === undefined) {
-    context.stderr.write(`${help()}\n`);
-    return ExitCode.usage;
-  }
-  if (first === '-h' || first === '--help' || first === 'help') {
-    context.stdout.write(`${help()}\n`);
-    return ExitCode.ok;
-  }
-  if (first === '-v' || first === '--version') {
-    context.stdout.write(`${version()}\n`);
-    return ExitCode.ok;
-  }
-  const command = COMMANDS.find((c) => c.name === first);
-  if (command === undefined) {
-    throw usageError(first.startsWith('-') ? `unknown option '${first}' (see padlock --help)` : `unknown command '${first}' (see padlock --help)`);
-  }
-  try {
-    return await command.run(rest, context);
-  } catch (error) {
-    // Point a wrong command line at the help of the command it was for.
-    if (error instanceof CliError && error.exitCode === ExitCode.usage && error.hint === undefined) error.hint = `padlock ${command.name} --help`;
-    throw error;
-  }
 }
 
 function report(error: unknown, env: NodeJS.ProcessEnv): number {
@@ -86,6 +36,14 @@ function report(error: unknown, env: NodeJS.ProcessEnv): number {
   return ExitCode.failure;
 }
 
+// `padlock list | head`: the reader went away. Stop quietly, as a command killed by SIGPIPE would.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(typeof process.exitCode === 'number' ? process.exitCode : ExitCode.ok);
+    throw error;
+  });
+}
+
 const controller = new AbortController();
 const onSignal = (signal: NodeJS.Signals): void => {
   // A second Ctrl-C does not wait for the cleanup.
@@ -95,12 +53,9 @@ const onSignal = (signal: NodeJS.Signals): void => {
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
 
-const code = await runCli(process.argv.slice(2), {
-  stdout: process.stdout,
-  stderr: process.stderr,
-  env: process.env,
-  signal: controller.signal,
-}).catch((error: unknown) => report(error, process.env));
+const code = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, signal: controller.signal }, version()).catch(
+  (error: unknown) => report(error, process.env),
+);
 process.exitCode = code;
 process.off('SIGINT', onSignal);
 process.off('SIGTERM', onSignal);

@@ -1,8 +1,9 @@
 /**
- * Progress bars for the terminal, in plain ANSI, that degrade to one line per finished task when the
+ * Progress bars for the terminal, in plain ANSI (colours from picocolors), that degrade to one line per finished task when the
  * output is not a terminal (CI, pipes, tests).
  */
 import type { Writable } from 'node:stream';
+import { colors } from './render.js';
 
 /** Where and how to draw. */
 export interface TerminalOutput {
@@ -28,20 +29,6 @@ export function terminalOutput(stream: Writable & { isTTY?: boolean; columns?: n
     color: interactive && env['NO_COLOR'] === undefined,
     columns: stream.columns !== undefined && stream.columns > 0 ? stream.columns : 80,
   };
-}
-
-/** ANSI styles, or identity functions when colour is off. */
-export interface Styles {
-  bold(text: string): string;
-  dim(text: string): string;
-  red(text: string): string;
-  green(text: string): string;
-}
-
-/** The styles to use on `output`. */
-export function styles(output: Pick<TerminalOutput, 'color'>): Styles {
-  const wrap = (open: number, close: number) => (text: string) => (output.color ? `\x1b[${open}m${text}\x1b[${close}m` : text);
-  return { bold: wrap(1, 22), dim: wrap(2, 22), red: wrap(31, 39), green: wrap(32, 39) };
 }
 
 /** What a progress line shows at one moment. */
@@ -130,7 +117,7 @@ export class ProgressLine {
 
   #draw(suffix = '', end = ''): void {
     this.#drawnAt = performance.now();
-    const s = styles(this.#output);
+    const s = colors(this.#output);
     const filled = Math.min(BAR_WIDTH, Math.round((this.#state.done / this.#total) * BAR_WIDTH));
     const bar = `[${'█'.repeat(filled)}${s.dim('░'.repeat(BAR_WIDTH - filled))}]`;
     let line = `${this.#label} ${bar} ${this.#counter()}${this.#noteText()}${suffix === '' ? '' : `  ${suffix}`}`;
@@ -138,30 +125,4 @@ export class ProgressLine {
     if (visible(line) >= this.#output.columns) line = `${this.#label} ${this.#counter()}${this.#noteText()}`;
     this.#output.stream.write(`\r\x1b[2K${line}${end}`);
   }
-}
-
-/** A column of a {@link formatTable} table. */
-export interface Column {
-  /** Header text. */
-  readonly title: string;
-  /** Alignment of the cells. @default 'right' */
-  readonly align?: 'left' | 'right';
-}
-
-/**
- * Formats rows of already-rendered cells as a plain-text table with a header, columns separated by
- * two spaces. Cell widths ignore ANSI styles.
- */
-export function formatTable(columns: readonly Column[], rows: readonly (readonly string[])[]): string {
-  const widths = columns.map((column, i) => Math.max(visible(column.title), ...rows.map((row) => visible(row[i] ?? ''))));
-  const render = (cells: readonly string[]): string =>
-    columns
-      .map((column, i) => {
-        const cell = cells[i] ?? '';
-        const pad = ' '.repeat((widths[i] ?? 0) - visible(cell));
-        return column.align === 'left' ? cell + pad : pad + cell;
-      })
-      .join('  ')
-      .trimEnd();
-  return [render(columns.map((c) => c.title)), ...rows.map(render)].join('\n');
 }

@@ -118,13 +118,20 @@ export async function connectRedis(target: Pick<RedisTarget, 'url' | 'displayUrl
   }
 }
 
-function describeConnectError(error: unknown): string {
+/** A client's connection error in a few words (refused, unknown host, timed out, …). */
+export function describeConnectError(error: unknown): string {
   const code = (error as { code?: unknown }).code;
   const message = firstLine(error);
   if (code === 'ECONNREFUSED') return 'connection refused (is redis-server running there?)';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'unknown host';
   if (code === 'ETIMEDOUT' || /ETIMEDOUT/.test(message)) return 'connection timed out';
   if (/Protocol error/.test(message)) return 'the server there does not speak the Redis protocol (wrong port?)';
+  const sentinels = /All sentinels are unreachable.*?(?:Last error: (.*))?$/.exec(message);
+  if (sentinels !== null) {
+    const last = sentinels[1]?.trim() ?? '';
+    return last === '' || /Connection is closed/.test(last) ? 'no sentinel answered (is redis-sentinel running there?)' : `the sentinels answered: ${last}`;
+  }
+  if (/max retries per request/.test(message)) return 'the connection dropped and could not be made again';
   if (/Connection is closed/.test(message)) return 'the connection was closed before Redis answered';
   return message;
 }

@@ -19,6 +19,39 @@ export interface InspectReply {
   readonly pttl: number;
   /** Owner token → hold count. */
   readonly holders: ReadonlyMap<string, number>;
+  /** The queue, when the call passed the queue's keys (see inspect.lua). */
+  readonly queue?: QueueReply;
+}
+
+/** A lock's queue and last fence as inspect.lua reads them (times in ms on the server's clock). */
+export interface QueueReply {
+  /** The server's clock when it read them. */
+  readonly now: number;
+  /** The last fence handed out, held or not (the lock key's, a tombstone's included); 0 when the key is absent. */
+  readonly lastFence: number;
+  /** PTTL of the queue list and the waiters hash (-2: absent; -1: no expiry). */
+  readonly queuePttl: number;
+  readonly waitersPttl: number;
+  /** Entries in the queue list, live or not. */
+  readonly length: number;
+  /** The first waiters of the queue, as many as were asked for, in queue order. */
+  readonly waiters: readonly QueuedWaiterReply[];
+}
+
+/** One queued waiter's entry. */
+export interface QueuedWaiterReply {
+  /** Its owner token (the raw entry, when padlock could not read it). */
+  readonly owner: string;
+  /** Its heartbeat's deadline; 0 when its entry is unreadable (taken for a dead waiter). */
+  readonly expiry: number;
+  readonly leaseMs: number;
+  readonly allowanceMs: number;
+  /** `mutex`, `fair`, or `''` when its entry is unreadable. */
+  readonly kind: string;
+  /** The Padlock (client) it belongs to; `''` when its entry is unreadable. */
+  readonly clientId: string;
+  /** When it joined the queue; `undefined` when its entry is unreadable. */
+  readonly since: number | undefined;
 }
 
 function fail(script: string, reply: unknown): never {
@@ -78,18 +111,33 @@ export const forceReleaseScript = defineScript('force-release.lua', luaSources.f
 
 /** Read a lock's state; see inspect.lua. */
 export const inspectScript = defineScript('inspect.lua', luaSources.inspect, (reply): InspectReply => {
-  if (!Array.isArray(reply) || reply.length < 2 || reply.length % 2 !== 0) fail('inspect.lua', reply);
-  const [fence, pttl, ...rest] = reply as unknown[];
-  if (!Number.isInteger(fence) || !Number.isInteger(pttl)) fail('inspect.lua', reply);
+  if (!Array.isArray(reply) || (reply.length !== 3 && reply.length !== 9)) fail('inspect.lua', reply);
+  const [fence, pttl, hold, ...queue] = reply as unknown[];
+  if (!Number.isInteger(fence) || !Number.isInteger(pttl) || !Array.isArray(hold)) fail('inspect.lua', reply);
   const holders = new Map<string, number>();
-  for (let i = 0; i < rest.length; i += 2) {
-    const owner = rest[i];
-    const count = rest[i + 1];
-    if (typeof owner !== 'string' || !Number.isInteger(count)) fail('inspect.lua', reply);
+  if (hold.length > 0) {
+    const [owner, count] = hold as unknown[];
+    if (hold.length !== 2 || typeof owner !== 'string' || !Number.isInteger(count)) fail('inspect.lua', reply);
     holders.set(owner, count as number);
   }
-  return { fence: fence as number, pttl: pttl as number, holders };
+  const state = { fence: fence as number, pttl: pttl as number, holders };
+  return queue.length === 0 ? state : { ...state, queue: queueReply(queue, reply) };
 });
+
+/** The queue part of inspect.lua's reply: five integers, then seven values per waiter. */
+function queueReply(values: readonly unknown[], reply: unknown): QueueReply {
+  const [now, lastFence, length, queuePttl, waitersPttl, described] = values;
+  const numbers = [now, lastFence, length, queuePttl, waitersPttl];
+  if (!numbers.every((v): v is number => Number.isInteger(v)) || !Array.isArray(described) || described.length % 7 !== 0) fail('inspect.lua', reply);
+  const waiters: QueuedWaiterReply[] = [];
+  for (let i = 0; i < described.length; i += 7) {
+    const [owner, expiry, leaseMs, allowanceMs, kind, clientId, since] = described.slice(i, i + 7) as unknown[];
+    if (typeof owner !== 'string' || typeof kind !== 'string' || typeof clientId !== 'string') fail('inspect.lua', reply);
+    if (![expiry, leaseMs, allowanceMs, since].every((v) => Number.isInteger(v))) fail('inspect.lua', reply);
+    waiters.push({ owner, expiry: expiry as number, leaseMs: leaseMs as number, allowanceMs: allowanceMs as number, kind, clientId, since: kind === '' ? undefined : (since as number) });
+  }
+  return { now: now as number, lastFence: lastFence as number, length: length as number, queuePttl: queuePttl as number, waitersPttl: waitersPttl as number, waiters };
+}
 
 /** A queued waiter leaves the queue; see leave.lua. True when a lock handed to it was passed on. */
 export const leaveScript = defineScript('leave.lua', luaSources.leave, (reply): boolean => {

@@ -1,12 +1,40 @@
 --[[
-  Read a lock's state without changing it.
-  KEYS[1] lock
-  Returns {fence, pttl, owner, count} while held; {0, pttl} when free. pttl is the key's PTTL: -2
-  when absent, the tombstone's when freed.
+  Read a lock's state without changing it: its hold and, given the queue's keys, its queue.
+  KEYS[1] lock   KEYS[2] queue list   KEYS[3] waiters hash
+          (KEYS[2] and KEYS[3] may be left out: then only the hold is read)
+  ARGV[1] how many queued waiters to describe, from the queue's head (default 0)
+  Returns {fence, pttl, {owner, count}} while held; {0, pttl, {}} when free. pttl is the lock key's
+  PTTL: -2 when absent, the tombstone's when freed.
+  With the three keys, followed by: now (ms on the server's clock), the last fence (the lock key's,
+  held or a tombstone's; 0 when absent), the queue's length and PTTL, the waiters hash's PTTL, and
+  {owner, expiry, leaseMs, allowanceMs, kind, clientId, since, ...}: seven values per described
+  waiter, in queue order (an entry padlock cannot read is given as {entry, 0, 0, 0, '', '', 0}).
 ]]
 local state = read_lock(KEYS[1])
-local pttl = redis.call('PTTL', KEYS[1])
-if state and state.count > 0 then
-  return {tonumber(state.fence), pttl, state.owner, state.count}
+local held = state and state.count > 0
+local result = {held and tonumber(state.fence) or 0, redis.call('PTTL', KEYS[1]), held and {state.owner, state.count} or {}}
+if #KEYS < 3 then
+  return result
 end
-return {0, pttl}
+local queue, waiters = KEYS[2], KEYS[3]
+result[4] = server_now()
+result[5] = state and tonumber(state.fence) or 0
+result[6] = redis.call('LLEN', queue)
+result[7] = redis.call('PTTL', queue)
+result[8] = redis.call('PTTL', waiters)
+local described = {}
+local limit = tonumber(ARGV[1] or 0)
+if limit > 0 then
+  for _, entry in ipairs(redis.call('LRANGE', queue, 0, limit - 1)) do
+    local w = parse_entry(entry)
+    local values = {entry, 0, 0, 0, '', '', 0}
+    if w.expiry then
+      values = {w.owner, w.expiry, w.lease, w.allowance, w.kind, w.client, tonumber(w.since)}
+    end
+    for _, value in ipairs(values) do
+      described[#described + 1] = value
+    end
+  end
+end
+result[9] = described
+return result

@@ -1,0 +1,139 @@
+/**
+ * `padlock inspect <name>`: one lock in full: holders, fence, lease, each queued waiter, and its raw
+ * keys with their time to live.
+ */
+import type { Command as CommanderCommand } from 'commander';
+import type { LockState } from '../inspection.js';
+import { checkName } from '../options.js';
+import type { CommandContext } from './command.js';
+import { redisFailure } from './connection.js';
+import { ExitCode, usageError } from './errors.js';
+import { withConnectionOptions, withSession, type ConnectionFlags, type Session } from './operator.js';
+import { terminalOutput } from './progress.js';
+import { colors, duration, table, type Colors } from './render.js';
+import { integerParser } from './values.js';
+
+/** Flags of `padlock inspect`. */
+export interface InspectFlags extends ConnectionFlags {
+  readonly waiters: number;
+}
+
+/** What `padlock inspect --json` prints: the lock's whole {@link LockState}. */
+export interface InspectReport {
+  readonly redis: { readonly url: string; readonly topology: string };
+  readonly prefix: string;
+  readonly lock: LockState;
+}
+
+/** Declares `padlock inspect` on `program`; its action passes its exit code to `exit`. */
+export function declareInspect(program: CommanderCommand, context: CommandContext, exit: (code: number) => void): void {
+  withConnectionOptions(
+    program
+      .command('inspect')
+      .summary('one lock in full: holders, fence, lease, each waiter, its keys and their TTLs')
+      .description(
+        "Shows one lock, held or free: its holders and hold counts, fence, lease left, the last " +
+          'fence handed out, each queued waiter (kind, client, time queued, heartbeat) and its keys ' +
+          'in Redis with their time to live.',
+      )
+      .argument('<name>', "the lock's name, as the code passes it to padlock.mutex(name)")
+      .option('--waiters <n>', 'queued waiters to show, from the head', integerParser('--waiters', 0, 100_000), 100),
+    'print a JSON object instead of text (fields: docs/cli.md)',
+  )
+    .addHelpText('after', '\nExit status: 0 shown (held or free), 1 Redis unreachable or lost, 2 bad command line, 130 interrupted.')
+    .action(async (name: string, flags: InspectFlags) => exit(await runInspect(name, flags, context)));
+}
+
+async function runInspect(name: string, flags: InspectFlags, context: CommandContext): Promise<number> {
+  const checked = lockName(name);
+  await withSession(flags, context, async (session) => {
+    const lock = await readLock(session, checked, flags.waiters);
+    if (flags.json === true) {
+      const report: InspectReport = { redis: { url: session.connection.displayUrl, topology: session.connection.topology }, prefix: session.prefix, lock };
+      context.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+      return;
+    }
+    context.stdout.write(`${describeLock(lock, colors(terminalOutput(context.stdout, context.env)))}\n`);
+  });
+  return ExitCode.ok;
+}
+
+/** Checks a lock name from the command line as padlock would. */
+export function lockName(name: string): string {
+  try {
+    return checkName(name);
+  } catch (error) {
+    throw usageError(`invalid lock name: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/** Reads one lock; a Redis failure as a one-line error. */
+export async function readLock(session: Session, name: string, waiters: number): Promise<LockState> {
+  try {
+    return await session.reader.read(name, waiters);
+  } catch (error) {
+    throw redisFailure(error, session.connection);
+  }
+}
+
+/** One line about a lock's holders: `3f9a1c2e5b7d… holds it 2 times, fence 1732…, 28.1 s left`. */
+export function holdLine(lock: LockState): string {
+  if (!lock.held) return 'free';
+  const holders = lock.holders.map((h) => `${h.owner} (${h.holdCount} ${h.holdCount === 1 ? 'hold' : 'holds'})`).join(', ');
+  return `held by ${holders}, fence ${lock.fence ?? '?'}, ${duration(lock.leaseMs)} left`;
+}
+
+/** `inspect`'s text: a few labelled lines, then the waiters and the keys as tables. */
+export function describeLock(lock: LockState, c: Colors): string {
+  const label = (text: string): string => c.bold(text.padEnd(8));
+  const dead = lock.waiters.filter((w) => !w.alive).length;
+  const queue =
+    lock.waiting === 0 && dead === 0
+      ? 'empty'
+      : `${lock.waiting} waiting${dead > 0 ? `, ${dead} dead (skipped at the next handoff)` : ''}` +
+        (lock.oldestWaitMs === null ? '' : `; the longest-queued for ${duration(lock.oldestWaitMs)}`);
+  const lines = [
+    `${label('lock')}${lock.name} (${lock.kind})`,
+    `${label('state')}${lock.held ? holdLine(lock) : c.dim('free')}`,
+    `${label('fence')}${lock.lastFence === null ? c.dim('none handed out within the hour') : `last handed out: ${lock.lastFence}`}`,
+    `${label('queue')}${queue}`,
+  ];
+  if (lock.waiters.length > 0) {
+    lines.push('', c.bold('waiters'));
+    lines.push(
+      indent(
+        table(
+          [{ title: '#', align: 'right' }, { title: 'owner' }, { title: 'kind' }, { title: 'client' }, { title: 'queued for', align: 'right' }, { title: 'heartbeat' }],
+          lock.waiters.map((w) => [
+            String(w.position),
+            w.owner,
+            w.kind,
+            w.clientId ?? '—',
+            duration(w.waitedMs),
+            w.heartbeatMs === null ? c.red('dead: no entry') : w.alive ? `live, ${duration(w.heartbeatMs)} to spare` : c.red(`dead for ${duration(-w.heartbeatMs)}`),
+          ]),
+          c.dim,
+        ),
+      ),
+    );
+    if (lock.waiting + dead > lock.waiters.length) lines.push(c.dim(`  … and ${lock.waiting + dead - lock.waiters.length} more (--waiters N shows more)`));
+  }
+  lines.push('', c.bold('keys'));
+  lines.push(
+    indent(
+      table(
+        [{ title: 'key' }, { title: 'type' }, { title: 'ttl', align: 'right' }],
+        lock.keys.map((k) => [k.key, k.type, k.exists ? (k.ttlMs === null ? c.yellow('no expiry') : duration(k.ttlMs)) : c.dim('absent')]),
+        c.dim,
+      ),
+    ),
+  );
+  return lines.join('\n');
+}
+
+function indent(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => `  ${line}`)
+    .join('\n');
+}

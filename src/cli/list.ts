@@ -1,0 +1,131 @@
+/**
+ * `padlock list [pattern]`: every lock in use (held, or with waiters) under the prefix, found with
+ * SCAN on the server or on every master of a Cluster, one line each.
+ */
+import type { Command as CommanderCommand } from 'commander';
+import { listLocks, type LockState } from '../inspection.js';
+import type { CommandContext } from './command.js';
+import { redisFailure } from './connection.js';
+import { ExitCode } from './errors.js';
+import { withConnectionOptions, withSession, type ConnectionFlags, type Session } from './operator.js';
+import { terminalOutput } from './progress.js';
+import { colors, duration, shortToken, table, type Colors } from './render.js';
+
+/** Flags of `padlock list`. */
+export interface ListFlags extends ConnectionFlags {
+  readonly all?: boolean;
+}
+
+/** One lock in `padlock list --json` (and `watch --json`): a {@link LockState} without its waiters and keys. */
+export type LockSummary = Omit<LockState, 'waiters' | 'keys'>;
+
+/** What `padlock list --json` prints. */
+export interface ListReport {
+  readonly redis: { readonly url: string; readonly topology: string };
+  readonly prefix: string;
+  readonly pattern: string;
+  readonly locks: readonly LockSummary[];
+}
+
+/** Waiters read per lock to count the dead ones and find the longest wait. */
+export const LIST_WAITERS = 100;
+
+/** Declares `padlock list` on `program`; its action passes its exit code to `exit`. */
+export function declareList(program: CommanderCommand, context: CommandContext, exit: (code: number) => void): void {
+  withConnectionOptions(
+    program
+      .command('list')
+      .summary('every lock in use: holder, hold count, lease left, fence, waiters')
+      .description(
+        'Lists every lock in use (held, or with queued waiters) under the prefix whose name matches ' +
+          'the pattern (a Redis glob: * ? [abc]), found with SCAN (never KEYS): on a Cluster, on ' +
+          'every master. One line per lock: kind, holder and hold count, lease left, fence, live ' +
+          'waiters and how long the longest-queued one has waited.',
+      )
+      .argument('[pattern]', 'lock names to list', '*')
+      .option('--all', 'also free locks whose key remains (a freed lock keeps its key an hour, with its last fence)'),
+    'print a JSON object instead of a table (fields: docs/cli.md)',
+  )
+    .addHelpText('after', EXIT_STATUS)
+    .action(async (pattern: string, flags: ListFlags) => exit(await runList(pattern, flags, context)));
+}
+
+const EXIT_STATUS = `
+Exit status: 0 listed (even none), 1 Redis unreachable or lost, 2 bad command line, 130 interrupted.`;
+
+async function runList(pattern: string, flags: ListFlags, context: CommandContext): Promise<number> {
+  await withSession(flags, context, async (session) => {
+    const locks = await readList(session, pattern, flags.all === true);
+    if (flags.json === true) {
+      const report: ListReport = {
+        redis: { url: session.connection.displayUrl, topology: session.connection.topology },
+        prefix: session.prefix,
+        pattern,
+        locks: locks.map(summary),
+      };
+      context.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+      return;
+    }
+    const c = colors(terminalOutput(context.stdout, context.env));
+    context.stdout.write(`${locks.length === 0 ? noLocks(session.prefix, pattern, flags.all === true) : lockTable(locks, c)}\n`);
+  });
+  return ExitCode.ok;
+}
+
+/** The locks matching `pattern`, read; any Redis failure as a one-line error. */
+export async function readList(session: Session, pattern: string, all: boolean): Promise<LockState[]> {
+  try {
+    return await listLocks(session.connection.scanNodes(), session.reader, session.prefix, pattern, { all, waiters: LIST_WAITERS });
+  } catch (error) {
+    throw redisFailure(error, session.connection);
+  }
+}
+
+/** The message for an empty list. */
+export function noLocks(prefix: string, pattern: string, all: boolean): string {
+  return `No locks ${all ? '' : 'in use '}under prefix '${prefix}'${pattern === '*' ? '' : ` matching '${pattern}'`}.`;
+}
+
+/** A lock without its waiters and keys: one entry of `list --json`. */
+export function summary(state: LockState): LockSummary {
+  return {
+    name: state.name,
+    kind: state.kind,
+    held: state.held,
+    fence: state.fence,
+    leaseMs: state.leaseMs,
+    holders: state.holders,
+    waiting: state.waiting,
+    oldestWaitMs: state.oldestWaitMs,
+    lastFence: state.lastFence,
+  };
+}
+
+/** The table `list` prints and `watch` redraws. */
+export function lockTable(locks: readonly LockState[], c: Colors): string {
+  const dash = c.dim('—');
+  const rows = locks.map((lock) => [
+    lock.name,
+    lock.kind,
+    lock.held ? lock.holders.map((h) => shortToken(h.owner)).join(', ') : c.dim('free'),
+    lock.held ? lock.holders.map((h) => String(h.holdCount)).join(', ') : dash,
+    lock.held ? duration(lock.leaseMs) : dash,
+    lock.fence === null ? dash : String(lock.fence),
+    lock.waiting > 0 ? c.yellow(String(lock.waiting)) : '0',
+    lock.oldestWaitMs === null ? dash : duration(lock.oldestWaitMs),
+  ]);
+  return table(
+    [
+      { title: 'lock' },
+      { title: 'kind' },
+      { title: 'holder' },
+      { title: 'holds', align: 'right' },
+      { title: 'lease left', align: 'right' },
+      { title: 'fence', align: 'right' },
+      { title: 'waiting', align: 'right' },
+      { title: 'oldest wait', align: 'right' },
+    ],
+    rows,
+    c.bold,
+  );
+}

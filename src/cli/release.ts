@@ -1,0 +1,117 @@
+/**
+ * `padlock release <name> --force`: frees a lock whoever holds it and gives its turn to the queue
+ * (the first live fair waiter is handed the lock, a mutex waiter is woken), through the library's
+ * own `forceRelease()`. Asks for confirmation on a terminal; elsewhere needs `--yes`.
+ */
+import { createInterface } from 'node:readline/promises';
+import type { Command as CommanderCommand } from 'commander';
+import { Padlock } from '../padlock.js';
+import type { LockState } from '../inspection.js';
+import type { CommandContext } from './command.js';
+import { redisFailure } from './connection.js';
+import { CliError, ExitCode, interruptedError, usageError } from './errors.js';
+import { holdLine, lockName, readLock } from './inspect.js';
+import { withConnectionOptions, withSession, type ConnectionFlags } from './operator.js';
+import { terminalOutput } from './progress.js';
+import { colors } from './render.js';
+import { summary, type LockSummary } from './list.js';
+
+/** Flags of `padlock release`. */
+export interface ReleaseFlags extends ConnectionFlags {
+  readonly force?: boolean;
+  readonly yes?: boolean;
+}
+
+/** What `padlock release --json` prints. */
+export interface ReleaseReport {
+  readonly name: string;
+  /** True when the lock was held and this freed it; false when it was already free. */
+  readonly released: boolean;
+  /** The lock as read just before (its holder, fence, waiters). */
+  readonly before: LockSummary;
+}
+
+/** Declares `padlock release` on `program`; its action passes its exit code to `exit`. */
+export function declareRelease(program: CommanderCommand, context: CommandContext, exit: (code: number) => void): void {
+  withConnectionOptions(
+    program
+      .command('release')
+      .summary('free a stuck lock whoever holds it (--force), and wake its waiters')
+      .description(
+        'Frees a lock whoever holds it, as lock.forceRelease() does: the first live waiter is handed ' +
+          'the lock (fairMutex) or woken (mutex). The holder is not told: it finds out at its next ' +
+          'renewal (its lease.signal aborts), so only free a lock whose holder is gone or stuck. ' +
+          'Asks for confirmation when run in a terminal; elsewhere --yes is needed.',
+      )
+      .argument('<name>', "the lock's name")
+      .option('--force', 'required: say that you mean to free a lock someone else holds')
+      .option('-y, --yes', 'do not ask for confirmation'),
+    'print a JSON object instead of a sentence (fields: docs/cli.md)',
+  )
+    .addHelpText(
+      'after',
+      '\nExit status: 0 released, or already free; 1 Redis unreachable or lost, or not confirmed;\n2 bad command line (no --force; no --yes outside a terminal); 130 interrupted.',
+    )
+    .action(async (name: string, flags: ReleaseFlags) => exit(await runRelease(name, flags, context)));
+}
+
+async function runRelease(name: string, flags: ReleaseFlags, context: CommandContext): Promise<number> {
+  const checked = lockName(name);
+  if (flags.force !== true) throw usageError(`release frees '${name}' whoever holds it: add --force if that is what you want`);
+  const interactive = context.stdin.isTTY === true && context.stderr.isTTY === true;
+  if (flags.yes !== true && !interactive) throw usageError('not a terminal, so no one can confirm: add --yes to release without confirmation');
+  return withSession(flags, context, async (session) => {
+    const before = await readLock(session, checked, 0);
+    const c = colors(terminalOutput(context.stdout, context.env));
+    const report = (released: boolean): number => {
+      if (flags.json === true) {
+        const out: ReleaseReport = { name: checked, released, before: summary(before) };
+        context.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+      } else if (released) {
+        const turn = before.waiting > 0 ? `; the queue's first live waiter got its turn (${before.waiting} waiting)` : '';
+        context.stdout.write(`${c.green('released')} '${checked}' (was ${holdLine(before)})${turn}\n`);
+      } else {
+        context.stdout.write(`'${checked}' is not held: nothing to release\n`);
+      }
+      return ExitCode.ok;
+    };
+    if (!before.held) return report(false);
+    if (flags.yes !== true && !(await confirm(question(before), context))) throw new CliError(`not confirmed: '${checked}' was left as it is`);
+    const padlock = new Padlock({ redis: session.connection.client, prefix: session.prefix });
+    try {
+      return report(await padlock.mutex(checked).forceRelease());
+    } catch (error) {
+      throw redisFailure(error, session.connection);
+    } finally {
+      await padlock.close();
+    }
+  });
+}
+
+function question(lock: LockState): string {
+  const waiting = lock.waiting > 0 ? `; ${lock.waiting} waiting` : '';
+  return `Release '${lock.name}', ${holdLine(lock)}${waiting}? [y/N] `;
+}
+
+/** Asks `text` on the terminal; true for y or yes. Ctrl-C interrupts. */
+async function confirm(text: string, context: CommandContext): Promise<boolean> {
+  const rl = createInterface({ input: context.stdin, output: context.stderr, terminal: true });
+  const answered = new AbortController();
+  // In a terminal, readline takes Ctrl-C as a keystroke: it arrives here, not as a signal.
+  rl.on('SIGINT', () => answered.abort('SIGINT'));
+  const stop = (): void => answered.abort(context.signal.reason);
+  context.signal.addEventListener('abort', stop, { once: true });
+  try {
+    const answer = await rl.question(text, { signal: answered.signal });
+    return /^\s*y(es)?\s*$/i.test(answer);
+  } catch (error) {
+    if (answered.signal.aborted) {
+      context.stderr.write('\n');
+      throw interruptedError(answered.signal);
+    }
+    throw error;
+  } finally {
+    context.signal.removeEventListener('abort', stop);
+    rl.close();
+  }
+}

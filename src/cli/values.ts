@@ -1,0 +1,17 @@
+/** Parsers for the values options take, giving the one-line usage errors the CLI reports. */
+import { usageError } from './errors.js';
+
+/**
+ * A commander option parser for an integer within `[min, max]`.
+ * @throws CliError (exit code 2) saying which range is allowed
+ */
+export function integerParser(flag: string, min: number, max: number): (raw: string) => number {
+  return (raw) => {
+    const text = raw.trim();
+    const value = /^\d+$/.test(text) ? Number(text) : NaN;
+    if (!Number.isSafeInteger(value) || value < min || value > max) {
+      throw usageError(`${flag} must be an integer from ${min} to ${max}, got '${raw}'`);
+    }
+    return value;
+  };
+}
