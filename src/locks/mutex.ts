@@ -82,7 +82,7 @@ export class Mutex extends Lock {
     let queued = false;
     // Aborted when this wait ends in failure, before the leave is sent: an attempt still in flight
     // must not be re-sent after the leave (a NOSCRIPT fallback would queue the waiter again).
-    const gaveUp = new AbortController();
+    const gaveUp = { aborted: false };
     const abandon = (late: AcquireReply): void => {
       if (late.status === 'acquired') this.giveBack(owner, late.holdCount);
     };
@@ -98,7 +98,7 @@ export class Mutex extends Lock {
           queued = true;
         }
         const sentAt = monotonicNow();
-        const reply: AcquireReply = await scope.race(topology.send(this.protocol.attempt(owner, options.leaseMs, mode, heartbeatMs), gaveUp.signal), abandon);
+        const reply: AcquireReply = await scope.race(topology.send(this.protocol.attempt(owner, options.leaseMs, mode, heartbeatMs), gaveUp), abandon);
         if (reply.status === 'acquired') return { ...reply, sentAt };
         if (reply.status === 'busy') scope.foundHeld();
         if (scope.waitMs === 0 || reply.status === 'not-held') throw scope.timeout();
@@ -121,7 +121,7 @@ export class Mutex extends Lock {
     } catch (error) {
       // The caller is told at once; leaving runs on (after any call still in flight, on the same
       // connection) and close() waits for it.
-      gaveUp.abort();
+      gaveUp.aborted = true;
       if (queued) this.#leave(owner);
       throw error;
     } finally {

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { PadlockError, RedisCommandError, RedisUnavailableError } from '../errors.js';
 import { debugEnabled, knownScripts, loggedConnection } from '../observability/debug-log.js';
+import type { GaveUp } from '../topology/topology.js';
 import type { Arg, CommandConnection, Settled, WaitFor } from './connection.js';
 
 /** A script and how to read its reply. */
@@ -53,7 +54,7 @@ export class ScriptRunner {
    * aborted, a NOSCRIPT answer is not followed by the EVAL fallback: the caller has moved on (and
    * may have sent a call, such as leaving a queue, that the late re-send would undo).
    */
-  async send<Result>(script: Script<Result>, keys: readonly string[], args: readonly Arg[], lock?: string, gaveUp?: AbortSignal): Promise<Result> {
+  async send<Result>(script: Script<Result>, keys: readonly string[], args: readonly Arg[], lock?: string, gaveUp?: GaveUp): Promise<Result> {
     const [reply] = await this.#send(
       script,
       lock,
@@ -65,7 +66,7 @@ export class ScriptRunner {
   }
 
   /** As {@link send}, followed in the same round trip by `WAIT`: the reply and how many replicas acknowledged. */
-  sendThenWait<Result>(script: Script<Result>, keys: readonly string[], args: readonly Arg[], lock: string | undefined, wait: WaitFor, gaveUp?: AbortSignal): Promise<readonly [Result, number]> {
+  sendThenWait<Result>(script: Script<Result>, keys: readonly string[], args: readonly Arg[], lock: string | undefined, wait: WaitFor, gaveUp?: GaveUp): Promise<readonly [Result, number]> {
     return this.#send(
       script,
       lock,
@@ -107,7 +108,7 @@ export class ScriptRunner {
     lock: string | undefined,
     bySha: (sha: string) => Promise<readonly [unknown, number]>,
     bySource: (source: string) => Promise<readonly [unknown, number]>,
-    gaveUp?: AbortSignal,
+    gaveUp?: GaveUp,
   ): Promise<readonly [Result, number]> {
     let reply: readonly [unknown, number];
     try {

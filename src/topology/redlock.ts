@@ -32,7 +32,7 @@ import {
   type InspectReply,
   type ReleaseReply,
 } from '../scripts/index.js';
-import type { LockKindName, ScriptCall, Topology } from './topology.js';
+import type { GaveUp, LockKindName, ScriptCall, Topology } from './topology.js';
 
 /** A master's answer to one call. */
 type Answer<Result> =
@@ -100,7 +100,7 @@ export class Redlock implements Topology {
     return bound(this.#round(call), { ms, timeout: () => this.noReply(call.lock, ms) });
   }
 
-  send<Result>(call: ScriptCall<Result>, gaveUp?: AbortSignal): Promise<Result> {
+  send<Result>(call: ScriptCall<Result>, gaveUp?: GaveUp): Promise<Result> {
     return this.#round(call, gaveUp);
   }
 
@@ -131,7 +131,7 @@ export class Redlock implements Topology {
   }
 
   /** Sends `call` to every master at once, each bounded by the per-master time-out, and adds the answers up. */
-  async #round<Result>(call: ScriptCall<Result>, gaveUp?: AbortSignal): Promise<Result> {
+  async #round<Result>(call: ScriptCall<Result>, gaveUp?: GaveUp): Promise<Result> {
     const startedAt = monotonicNow();
     // The rule is the call's script's; each branch reads the reply type that script has.
     const script = call.script as unknown;
@@ -147,7 +147,7 @@ export class Redlock implements Topology {
   }
 
   /** A grant (acquire, enqueue, re-enter): a fresh hold is proposed a fence the masters can agree on. */
-  async #acquire(asked: ScriptCall<AcquireReply>, startedAt: number, gaveUp?: AbortSignal): Promise<AcquireReply> {
+  async #acquire(asked: ScriptCall<AcquireReply>, startedAt: number, gaveUp?: GaveUp): Promise<AcquireReply> {
     const fresh = asked.script !== reenterScript;
     const call = fresh && asked.proposing !== undefined ? asked.proposing(this.#fences.propose()) : asked;
     const all = this.#masters.map((node) => this.#ask(node, call, gaveUp));
@@ -165,7 +165,7 @@ export class Redlock implements Topology {
    * in order, so that attempt's answer, which comes next, found the grant already made and counts it
    * as its own (it is that attempt's to keep or give back).
    */
-  async #ask<Result>(node: Master, call: ScriptCall<Result>, gaveUp?: AbortSignal): Promise<Answer<Result>> {
+  async #ask<Result>(node: Master, call: ScriptCall<Result>, gaveUp?: GaveUp): Promise<Answer<Result>> {
     const ms = this.#nodeTimeoutMs;
     const sent = node.runner.send(call.script, call.keys, call.args, call.lock, gaveUp);
     const owner = isAttempt(call.script) ? String(call.args[0]) : undefined;

@@ -14,7 +14,7 @@ import type { ReplicaOptions } from '../options.js';
 import type { CommandConnection, SubscriberConnection } from '../redis/connection.js';
 import { ScriptRunner } from '../redis/script-runner.js';
 import { keySlot } from '../redis/slot.js';
-import type { Granted, ScriptCall, Topology } from './topology.js';
+import type { GaveUp, Granted, ScriptCall, Topology } from './topology.js';
 
 export class SingleServer implements Topology {
   readonly description: string;
@@ -42,17 +42,17 @@ export class SingleServer implements Topology {
     return bound(this.#send(call), { ms, timeout: () => this.noReply(call.lock, ms) });
   }
 
-  send<Result>(call: ScriptCall<Result>, gaveUp?: AbortSignal): Promise<Result> {
+  send<Result>(call: ScriptCall<Result>, gaveUp?: GaveUp): Promise<Result> {
     return this.#send(call, gaveUp);
   }
 
-  #send<Result>(call: ScriptCall<Result>, gaveUp?: AbortSignal): Promise<Result> {
+  #send<Result>(call: ScriptCall<Result>, gaveUp?: GaveUp): Promise<Result> {
     const { script, keys, args, lock, grants } = call;
     if (this.#replicas === undefined || grants === undefined) return this.#runner.send(script, keys, args, lock, gaveUp);
     return this.#acknowledged(call, grants, this.#replicas, gaveUp);
   }
 
-  async #acknowledged<Result>(call: ScriptCall<Result>, grants: (result: Result) => Granted | undefined, replicas: ReplicaOptions, gaveUp: AbortSignal | undefined): Promise<Result> {
+  async #acknowledged<Result>(call: ScriptCall<Result>, grants: (result: Result) => Granted | undefined, replicas: ReplicaOptions, gaveUp: GaveUp | undefined): Promise<Result> {
     const { script, keys, args, lock } = call;
     const wait = { replicas: replicas.min, timeoutMs: replicas.timeoutMs };
     const [result, acknowledged] = await this.#runner.sendThenWait(script, keys, args, lock, wait, gaveUp);

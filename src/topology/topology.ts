@@ -52,6 +52,15 @@ export interface Granted {
   readonly undo: Omit<ScriptCall<unknown>, 'grants' | 'undoUnanswered' | 'proposing'> | undefined;
 }
 
+/**
+ * Set by a caller that stopped waiting for a call (an `AbortSignal` will do): its call is then never
+ * sent again. A plain flag, because a wait that never gives up (the common case) should not pay for
+ * an `AbortController`.
+ */
+export interface GaveUp {
+  readonly aborted: boolean;
+}
+
 /** Where locks live, and how a call reaches them. */
 export interface Topology {
   /** What this topology is, for messages: e.g. `'a single Redis server'`. */
@@ -81,7 +90,7 @@ export interface Topology {
    * Runs `call` with no time limit of its own: the caller bounds it and receives a late reply (an
    * acquire attempt). Once `gaveUp` aborts, the call is never sent again (no NOSCRIPT re-send).
    */
-  send<Result>(call: ScriptCall<Result>, gaveUp?: AbortSignal): Promise<Result>;
+  send<Result>(call: ScriptCall<Result>, gaveUp?: GaveUp): Promise<Result>;
   /** The error for a call with no reply within `ms`. */
   noReply(lock: string | undefined, ms: number): RedisUnavailableError;
   /** Which keys one script call may touch together: keys with the same group (one Cluster slot). */
