@@ -13,7 +13,7 @@ import type { PadlockOptions } from '../src/options.js';
 import { MutexProtocol } from '../src/locks/mutex-protocol.js';
 import type { AcquireReply } from '../src/scripts/index.js';
 import { connect, delay, eventually, runCall, startServers } from './harness/redis.js';
-import { holdsOf, isHeld, readLock } from './harness/lock-state.js';
+import { holdsOf, isHeld, queuedOwners, readLock } from './harness/lock-state.js';
 
 let masters: RedisServer[];
 let admins: Redis[];
@@ -156,6 +156,33 @@ describe('Redlock over 5 masters', () => {
     } finally {
       for (const i of [0, 1]) masters[i]!.resume();
     }
+  });
+
+  it('masters order their waiters by ticket, whatever order the calls came in, so their releases wake the same waiter', async () => {
+    const name = 'rl:tickets';
+    const keys = lockKeys('padlock', name);
+    const protocol = new MutexProtocol(keys, 'mutex', 'ticketclient');
+    const [holder, early, late, tied] = ['h', 'e', 'l', 'f'].map((c) => c.repeat(32)) as [string, string, string, string];
+    const queue = (owner: string, ticket: number) => {
+      const call = protocol.attempt(owner, 30_000, 'queue', 1_000, ticket).proposing?.(Date.now() * 1000);
+      assert.ok(call !== undefined);
+      return call;
+    };
+    // Master 0 hears early, then late; master 1 hears them the other way round; 'tied' has late's ticket.
+    for (const [i, order] of [[0, [early, late, tied]], [1, [tied, late, early]]] as const) {
+      await runCall(admins[i]!, protocol.attempt(holder, 30_000, 'try', 1_000));
+      for (const owner of order) await runCall(admins[i]!, queue(owner, owner === early ? 1_000 : 2_000));
+    }
+    const orders = await Promise.all([0, 1].map((i) => queuedOwners(admins[i]!, keys.queue)));
+    assert.deepEqual(orders[0], [early, tied, late], 'by ticket, ties by owner');
+    assert.deepEqual(orders[1], orders[0], 'both masters alike');
+    // Without a ticket (one server), arrival order stands.
+    const plain = lockKeys('padlock', 'rl:no-tickets');
+    const one = new MutexProtocol(plain, 'mutex', 'ticketclient');
+    await runCall(admins[2]!, one.attempt(holder, 30_000, 'try', 1_000));
+    for (const owner of [late, early]) await runCall(admins[2]!, one.attempt(owner, 30_000, 'queue', 1_000, 5));
+    assert.deepEqual(await queuedOwners(admins[2]!, plain.queue), [late, early]);
+    for (const i of [0, 1, 2]) await admins[i]!.del(keys.lock, keys.queue, keys.waiters, plain.lock, plain.queue, plain.waiters);
   });
 
   it('a hold whose renewals lose the majority is lost, and its holder is told', async () => {

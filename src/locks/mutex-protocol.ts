@@ -59,18 +59,24 @@ export class MutexProtocol {
   /**
    * Takes the lock for a new `owner` if free. `try` never queues; `queue` (at the tail) and `requeue`
    * (at the head) make an owner that must wait join the queue, or refresh its heartbeat there.
-   * `fence`: the fence proposed for the hold (0: the server's clock decides).
+   * `ticket` is when the wait began (ms, this client's clock): sent only by a topology of several
+   * servers (with the fence it proposes, see `ScriptCall.proposing`), where every server orders its
+   * queue by it, so that they all wake the same waiter first. One server orders waiters as they come.
    */
-  attempt(owner: string, leaseMs: number, mode: QueueMode, heartbeatMs: number, fence = 0): ScriptCall<AcquireReply> {
+  attempt(owner: string, leaseMs: number, mode: QueueMode, heartbeatMs: number, ticket = 0): ScriptCall<AcquireReply> {
+    return this.#attempt(owner, leaseMs, mode, heartbeatMs, ticket, 0);
+  }
+
+  #attempt(owner: string, leaseMs: number, mode: QueueMode, heartbeatMs: number, ticket: number, fence: number): ScriptCall<AcquireReply> {
     const keys = scriptKeys(this.keys);
     const lock = this.keys.name;
     const grants = this.#grants(owner);
     // The owner is fresh: releasing one hold of it where nothing was granted changes nothing.
     const undoUnanswered = this.release(owner, 1, true);
-    const proposing = (proposed: number): ScriptCall<AcquireReply> => this.attempt(owner, leaseMs, mode, heartbeatMs, proposed);
+    const proposing = (proposed: number): ScriptCall<AcquireReply> => this.#attempt(owner, leaseMs, mode, heartbeatMs, ticket, proposed);
     if (mode === 'try') return { script: acquireScript, keys, args: [owner, leaseMs, this.kind, fence], lock, grants, undoUnanswered, proposing };
     const allowance = heartbeatMs * HEARTBEATS_ALLOWED;
-    const args = [owner, leaseMs, this.kind, this.clientId, allowance, mode === 'queue' ? 'tail' : 'head', fence];
+    const args = [owner, leaseMs, this.kind, this.clientId, allowance, mode === 'queue' ? 'tail' : 'head', fence, fence > 0 ? ticket : 0];
     return { script: enqueueScript, keys, args, lock, grants, undoUnanswered, proposing };
   }
 

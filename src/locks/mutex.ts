@@ -83,6 +83,8 @@ export class Mutex extends Lock {
     // Aborted when this wait ends in failure, before the leave is sent: an attempt still in flight
     // must not be re-sent after the leave (a NOSCRIPT fallback would queue the waiter again).
     const gaveUp = { aborted: false };
+    // When this wait began, on this client's clock: Redlock's masters order their queues by it.
+    const ticket = Date.now();
     const abandon = (late: AcquireReply): void => {
       if (late.status === 'acquired') this.giveBack(owner, late.holdCount);
     };
@@ -98,7 +100,7 @@ export class Mutex extends Lock {
           queued = true;
         }
         const sentAt = monotonicNow();
-        const reply: AcquireReply = await scope.race(topology.send(this.protocol.attempt(owner, options.leaseMs, mode, heartbeatMs), gaveUp), abandon);
+        const reply: AcquireReply = await scope.race(topology.send(this.protocol.attempt(owner, options.leaseMs, mode, heartbeatMs, ticket), gaveUp), abandon);
         if (reply.status === 'acquired') return { ...reply, sentAt };
         if (reply.status === 'busy') scope.foundHeld();
         if (scope.waitMs === 0 || reply.status === 'not-held') throw scope.timeout();

@@ -10,6 +10,9 @@
   ARGV[6] where a new entry goes: 'tail', or 'head' (a woken mutex waiter that someone else beat to
           the lock keeps its turn)
   ARGV[7] the fence proposed for a fresh hold (Redlock; 0: none, see _lock.lua)
+  ARGV[8] the waiter's ticket (Redlock: ms on its clock when its wait began; 0: none): a waiter with
+          a ticket joins in ticket order (its entry's 'since'), whatever ARGV[6] says, so that every
+          master orders the same waiters alike and their releases wake the same one
   Returns {1, fence, holdCount, pttl} when ARGV[1] holds the lock now (a fair waiter handed the
   lock claims it here, lengthened to its lease); {0, pttl} when it waits (queued; pttl as in
   acquire.lua).
@@ -21,15 +24,18 @@ if taken then
 end
 local allowance = tonumber(ARGV[5])
 local now = server_now()
+local ticket = tonumber(ARGV[8]) or 0
 local fields = '|' .. ARGV[4] .. '|' .. ARGV[2] .. '|' .. allowance .. '|' .. ARGV[3] .. '|'
-local entry = owner .. fields .. now .. '|' .. (now + allowance)
+local entry = owner .. fields .. (ticket > 0 and string.format('%.0f', ticket) or now) .. '|' .. (now + allowance)
 -- The queue's keys outlive their last live waiter by one to three allowances: set when the queue
 -- is made, lengthened by heartbeats (only ever lengthened: a waiter with a short allowance must
 -- not cut short the entries of waiters with longer ones).
 local keep = allowance * 3
 if redis.call('HSETNX', waiters, owner, entry) == 1 then
   local length
-  if ARGV[6] == 'head' then
+  if ticket > 0 then
+    length = join_in_order(queue, entry, ticket, owner)
+  elseif ARGV[6] == 'head' then
     length = redis.call('LPUSH', queue, entry)
   else
     length = redis.call('RPUSH', queue, entry)

@@ -40,9 +40,10 @@ export interface ScriptCall<Result> {
    */
   readonly undoUnanswered?: PlainCall | undefined;
   /**
-   * For a call that may give a fresh hold a fence: the same call with `fence` proposed for it (a
-   * server gives it unless its last fence is as high; see _fence.lua). A topology that combines the
-   * fences of several servers proposes one, so that they agree; alone, a server reads its clock.
+   * For a call that may give a fresh hold a fence: the same call as a topology of several servers
+   * sends it, with `fence` proposed for the hold (a server gives it unless its last fence is as high;
+   * see _lock.lua), so that they agree; and with what else such a topology needs (a waiter's ticket,
+   * by which every server orders its queue alike). Alone, a server reads its clock.
    */
   readonly proposing?: ((fence: number) => ScriptCall<Result>) | undefined;
 }
