@@ -20,3 +20,4 @@ export {
   type LockLostReason,
   type NodeOutcome,
 } from './errors.js';
+export type { RedisClient, IoredisLikeClient, NodeRedisLikeClient } from './redis/clients.js';

@@ -163,7 +163,7 @@ export class LockReader {
   readonly #prefix: string;
 
   /**
-   * @param connection the client's connection (`fromIoredis(client)`)
+   * @param connection the client's connection (an adapter's from src/redis/, e.g. `fromIoredis(client)`)
    * @param prefix the Padlock key prefix the locks live under
    */
   constructor(connection: CommandConnection, prefix: string) {

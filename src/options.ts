@@ -2,10 +2,11 @@
  * Options and their validation. Every check runs before any Redis command, and every failure is a
  * {@link PadlockOptionError} that names the option and the refused value.
  */
-import type { Cluster, Redis } from 'ioredis';
 import { PadlockOptionError } from './errors.js';
 import type { ResolvedMetricsOptions } from './observability/metrics.js';
 import type { MeterProviderLike } from './observability/otel-types.js';
+import { connectionFor, type RedisClient } from './redis/clients.js';
+import type { CommandConnection } from './redis/connection.js';
 
 /** Longest timer Node can schedule; longer leases and waits are refused rather than silently cut. */
 export const MAX_MS = 2_147_483_647;
@@ -25,12 +26,17 @@ const PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
  */
 export interface PadlockOptions {
   /**
-   * The ioredis client to use: a `Redis` connected to one server (or in Sentinel mode), a `Cluster`,
-   * or an array of 3 or more `Redis` clients of independent masters (Redlock: a lock needs a
-   * majority of them). padlock never closes them; `padlock.close()` closes only the connections
-   * padlock opened itself.
+   * The Redis client to use, from the library you already have:
+   * - ioredis (5, 6) or iovalkey: a `Redis` connected to one server (or in Sentinel mode), or a `Cluster`;
+   * - node-redis (`redis` 4–6, `@redis/client`): a client (`createClient`), a cluster
+   *   (`createCluster`) or a sentinel (`createSentinel`, from 5), already connected (`await client.connect()`);
+   * - or an array of 3 or more clients of independent masters (Redlock: a lock needs a majority of them).
+   *
+   * padlock never closes them; `padlock.close()` closes only the connections padlock opened itself
+   * (one for pub/sub, a duplicate of the client).
+   * @example new Padlock({ redis: await createClient({ url }).connect() })
    */
-  redis: Redis | Cluster | readonly Redis[];
+  redis: RedisClient | readonly RedisClient[];
   /**
    * Prefix of every key and channel: 1–64 characters of `A–Z a–z 0–9 _ . : -`.
    * @default 'padlock'
@@ -175,47 +181,27 @@ function rejectUnknown(where: string, options: Record<string, unknown>, known: r
   }
 }
 
-/**
- * What padlock calls on the client (see src/redis/connection.ts): scripts on the client itself, and
- * pub/sub and closing on its `duplicate()`, which is an instance of the same class.
- */
-const CLIENT_METHODS = ['evalsha', 'eval', 'duplicate', 'subscribe', 'unsubscribe', 'on', 'quit', 'disconnect'] as const;
-
-/**
- * Names what `value` lacks of an ioredis client, empty when nothing: ioredis 5 and 6 `Redis` and
- * `Cluster` instances have it all. Checked at construction, so a look-alike fails here, naming what
- * it misses, rather than at its first lock with an error that blames the data in Redis.
- */
-function missingClientMembers(value: object): string[] {
-  const client = value as Record<string, unknown>;
-  const missing: string[] = CLIENT_METHODS.filter((method) => typeof client[method] !== 'function').map((method) => `${method}()`);
-  // ioredis keeps the connection state here ('wait', 'connecting', 'ready', ...), Cluster too.
-  if (typeof client['status'] !== 'string') missing.push('a status string');
-  return missing;
-}
-
 /** Checks a lease: 10 to 2 147 483 647 ms; a fraction is rounded up (Redis expiries are whole milliseconds). */
 export function checkLeaseMs(option: string, value: unknown): number {
   return Math.ceil(checkMs(option, value, MIN_LEASE_MS, false));
 }
 
 /** Validates `new Padlock(options)`. */
-export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions & { readonly redis: Redis | Cluster | readonly Redis[] } {
+export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions & { readonly redis: CommandConnection | readonly CommandConnection[] } {
   if (!isPlainObject(options)) throw new PadlockOptionError('options', 'an object with at least { redis }', options);
   rejectUnknown('options', options, ['redis', 'prefix', 'leaseMs', 'replyTimeoutMs', 'replicas', 'releaseOnExit', 'metrics']);
   const { redis, prefix = 'padlock', leaseMs = 30_000, replyTimeoutMs = 5_000, replicas, releaseOnExit = false } = options;
   const masters = Array.isArray(redis) ? checkMasters(redis as unknown[]) : undefined;
-  if (masters === undefined) checkClient('redis', redis);
+  const single = masters === undefined ? connectionFor('redis', redis) : undefined;
   const checkedPrefix = checkPrefix(prefix);
   const replyTimeout = checkMs('replyTimeoutMs', replyTimeoutMs, MIN_REPLY_TIMEOUT_MS, false);
   if (masters !== undefined && replicas !== undefined) {
     throw new PadlockOptionError('replicas', 'left out with Redlock (an array of masters: each lock needs a majority of them instead)', replicas);
   }
-  const client = masters ?? (redis as Redis | Cluster);
-  const checkedReplicas = masters === undefined ? checkReplicas(replicas, replyTimeout, redis as Redis | Cluster) : undefined;
+  const checkedReplicas = single === undefined ? undefined : checkReplicas(replicas, replyTimeout, single);
   if (typeof releaseOnExit !== 'boolean') throw new PadlockOptionError('releaseOnExit', 'a boolean', releaseOnExit);
   const metrics = checkMetrics(options.metrics);
-  return { redis: client, prefix: checkedPrefix, leaseMs: checkLeaseMs('leaseMs', leaseMs), replyTimeoutMs: replyTimeout, replicas: checkedReplicas, releaseOnExit, metrics };
+  return { redis: single ?? masters ?? [], prefix: checkedPrefix, leaseMs: checkLeaseMs('leaseMs', leaseMs), replyTimeoutMs: replyTimeout, replicas: checkedReplicas, releaseOnExit, metrics };
 }
 
 /** Validates `metrics`: `false`, or `{ meterProvider?, lockNames? }`. */
@@ -232,29 +218,20 @@ function checkMetrics(metrics: unknown): ResolvedMetricsOptions | undefined {
   return { meterProvider: meterProvider as MeterProviderLike | undefined, lockNames };
 }
 
-/** Checks one client: an object with everything padlock calls. */
-function checkClient(option: string, redis: unknown): void {
-  const expected = 'an ioredis Redis or Cluster instance';
-  if (typeof redis !== 'object' || redis === null) throw new PadlockOptionError(option, expected, redis);
-  const missing = missingClientMembers(redis);
-  if (missing.length > 0) throw new PadlockOptionError(option, `${expected} (this one lacks ${missing.join(', ')})`, redis);
-}
-
-/** Checks Redlock's masters: at least 3 distinct `Redis` clients (a Cluster is one store, not a master). */
-function checkMasters(redis: readonly unknown[]): readonly Redis[] {
+/** Checks Redlock's masters: at least 3 distinct clients, each of one master (a Cluster is one store, not a master). */
+function checkMasters(redis: readonly unknown[]): readonly CommandConnection[] {
   if (redis.length < 3) throw new PadlockOptionError('redis', 'an array of at least 3 clients of independent masters (Redlock needs a majority to survive the loss of one)', redis);
-  redis.forEach((client, i) => {
-    checkClient(`redis[${i}]`, client);
-    if ('isCluster' in (client as object) && (client as { isCluster?: unknown }).isCluster === true) {
-      throw new PadlockOptionError(`redis[${i}]`, 'a Redis client of one master (a Cluster cannot be a Redlock master)', client);
-    }
+  const connections = redis.map((client, i) => {
+    const connection = connectionFor(`redis[${i}]`, client);
+    if (connection.isCluster) throw new PadlockOptionError(`redis[${i}]`, 'a Redis client of one master (a Cluster cannot be a Redlock master)', client);
+    return connection;
   });
   if (new Set(redis).size !== redis.length) throw new PadlockOptionError('redis', 'distinct clients (the same client twice would count one master twice)', redis);
-  return redis as readonly Redis[];
+  return connections;
 }
 
 /** Validates `replicas`: `{ min, timeoutMs }` or undefined; WAIT must fit in a reply's time. */
-function checkReplicas(replicas: unknown, replyTimeoutMs: number, client: Redis | Cluster): ReplicaOptions | undefined {
+function checkReplicas(replicas: unknown, replyTimeoutMs: number, connection: CommandConnection): ReplicaOptions | undefined {
   if (replicas === undefined) return undefined;
   if (!isPlainObject(replicas)) throw new PadlockOptionError('replicas', 'an object { min, timeoutMs }', replicas);
   rejectUnknown('replicas', replicas, ['min', 'timeoutMs']);
@@ -265,7 +242,7 @@ function checkReplicas(replicas: unknown, replyTimeoutMs: number, client: Redis 
   if (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs >= replyTimeoutMs) {
     throw new PadlockOptionError('replicas.timeoutMs', `an integer from 1 to below replyTimeoutMs (${replyTimeoutMs})`, timeoutMs);
   }
-  if ('isCluster' in client && client.isCluster === true) {
+  if (connection.isCluster) {
     // A cluster's WAIT would have to go to each slot's master with its call; not built yet.
     throw new PadlockOptionError('replicas', 'left out with a Cluster client (replica acknowledgement serves a single primary with replicas, e.g. under Sentinel)', replicas);
   }

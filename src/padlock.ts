@@ -11,8 +11,7 @@ import { FairMutex } from './locks/fair-mutex.js';
 import { Mutex } from './locks/mutex.js';
 import { resolvePadlockOptions, type AcquireOptions, type PadlockOptions } from './options.js';
 import { PadlockOptionError } from './errors.js';
-import type { Cluster, Redis } from 'ioredis';
-import { fromIoredis } from './redis/connection.js';
+import type { CommandConnection } from './redis/connection.js';
 import { Runtime } from './runtime.js';
 import type { Shared } from './shared.js';
 import { Subscriber } from './subscriber.js';
@@ -73,8 +72,8 @@ export class Padlock extends EventEmitter<PadlockEvents> {
     const reportError = (error: unknown): void => emit('error', error instanceof Error ? error : new Error(String(error)));
     const { redis } = resolved;
     const topology: Topology = isMasters(redis)
-      ? new Redlock(redis.map(fromIoredis), resolved.replyTimeoutMs)
-      : new SingleServer(fromIoredis(redis), resolved.replyTimeoutMs, resolved.replicas);
+      ? new Redlock(redis, resolved.replyTimeoutMs)
+      : new SingleServer(redis, resolved.replyTimeoutMs, resolved.replicas);
     const subscriber = new Subscriber(() => topology.openSubscriber(), reportError);
     const observer: Observer | undefined = resolved.metrics === undefined ? undefined : new Metrics(resolved.metrics);
     const watchdog = new Watchdog({
@@ -146,6 +145,6 @@ export class Padlock extends EventEmitter<PadlockEvents> {
   }
 }
 
-function isMasters(redis: Redis | Cluster | readonly Redis[]): redis is readonly Redis[] {
+function isMasters(redis: CommandConnection | readonly CommandConnection[]): redis is readonly CommandConnection[] {
   return Array.isArray(redis);
 }

@@ -95,7 +95,7 @@ export class Subscriber {
         (error: unknown) => {
           // A refused SUBSCRIBE (e.g. an ACL without the channel) leaves nothing to keep.
           if (this.#channels.get(name) === channel) this.#channels.delete(name);
-          throw wrap(error, undefined);
+          throw wrap(error, undefined, (e) => connection.isReplyError(e));
         },
       );
       ready.catch(() => undefined); // a waiter that awaits it sees the error

@@ -9,7 +9,7 @@ import type { RedisServer } from '../src/devserver/redis-server.js';
 import { hashTag, lockKeys } from '../src/keys.js';
 import { listLocks, LockReader, lockKeyPattern, parseLockKey, scanLockNames } from '../src/inspection.js';
 import { MutexProtocol } from '../src/locks/mutex-protocol.js';
-import { fromIoredis } from '../src/redis/connection.js';
+import { fromIoredis } from '../src/redis/ioredis.js';
 import { connect, delay, eventually, padlockOn, runCall, startServer } from './harness/redis.js';
 
 let server: RedisServer;

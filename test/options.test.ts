@@ -1,9 +1,13 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RedisServer } from '../src/devserver/redis-server.js';
-import { Padlock, PadlockOptionError, RedisUnavailableError, RedisCommandError } from '../src/index.js';
+import { Padlock, PadlockOptionError, RedisUnavailableError, RedisCommandError, type RedisClient } from '../src/index.js';
 import { Cluster as Cluster5, Redis as Redis5 } from 'ioredis';
 import { Cluster as Cluster6, Redis as Redis6 } from 'ioredis6';
+import { Redis as Valkey } from 'iovalkey';
+import { createClient, createClientPool, createCluster } from '@redis/client';
+import { createClient as createClient5 } from 'redis5';
+import { createClient as createClient4 } from 'redis4';
 import { commandCalls, connect, padlockOn, startServer } from './harness/redis.js';
 
 let server: RedisServer;
@@ -72,18 +76,62 @@ describe('validation', () => {
         isOptionError('redis')(error) &&
         error instanceof PadlockOptionError &&
         error.value === fake &&
-        /redis must be an ioredis Redis or Cluster instance \(this one lacks eval\(\), subscribe\(\), unsubscribe\(\), on\(\), quit\(\), disconnect\(\), a status string\)/.test(error.message),
+        /redis must be an ioredis or iovalkey Redis or Cluster, or a connected node-redis client, cluster or sentinel .* \(this ioredis-like object lacks eval\(\), pipeline\(\), subscribe\(\), unsubscribe\(\), on\(\), disconnect\(\), a status string\)/.test(error.message),
     );
     // Each member counts: a full look-alike without one of them is refused, naming just that one.
     const full: Record<string, unknown> = { status: 'ready' };
-    for (const method of ['evalsha', 'eval', 'duplicate', 'subscribe', 'unsubscribe', 'on', 'quit', 'disconnect']) full[method] = () => undefined;
+    for (const method of ['evalsha', 'eval', 'pipeline', 'duplicate', 'subscribe', 'unsubscribe', 'on', 'disconnect']) full[method] = () => undefined;
     for (const member of Object.keys(full)) {
       const rest = { ...full };
       delete rest[member];
       const named = member === 'status' ? 'a status string' : `${member}()`;
       assert.throws(() => new Padlock({ redis: rest as never }), (e: unknown) => isOptionError('redis')(e) && e instanceof Error && e.message.includes(`lacks ${named})`), member);
     }
-    assert.throws(() => new Padlock({ redis: 'redis://127.0.0.1:6379' as never }), /redis must be an ioredis Redis or Cluster instance, got "redis:/);
+    assert.throws(() => new Padlock({ redis: 'redis://127.0.0.1:6379' as never }), /redis must be an ioredis or iovalkey Redis or Cluster, or a connected node-redis client, cluster or sentinel \(createClient, createCluster, createSentinel\), got "redis:/);
+  });
+
+  it('refuses a node-redis client that is not connected, in legacy mode, or a pool, saying what to change', async () => {
+    const url = `redis://${server.host}:${server.port}`;
+    const refused = (redis: unknown, says: RegExp): void =>
+      assert.throws(() => new Padlock({ redis: redis as never }), (e: unknown) => isOptionError('redis')(e) && e instanceof Error && says.test(e.message), String(says));
+    refused(createClient({ url }), /this node-redis client is not connected \(await its connect\(\) before new Padlock\)/);
+    refused(createCluster({ rootNodes: [{ url }] }), /this node-redis cluster is not connected/);
+    refused(createClient4({ url, legacyMode: true }), /a node-redis client without legacyMode/);
+    const pool = createClientPool({ url });
+    refused(pool, /a node-redis client pool is not supported \(pass a client from createClient\)/);
+    await pool.close();
+    // The Redlock array names the master at fault.
+    const open = await createClient({ url }).connect();
+    try {
+      assert.throws(() => new Padlock({ redis: [open, createClient({ url }), open] as never }), isOptionError('redis[1]'));
+    } finally {
+      open.destroy();
+    }
+  });
+
+  it('accepts node-redis 4, 5 and 6 clients and iovalkey, and each locks for real', async () => {
+    const url = `redis://${server.host}:${server.port}`;
+    const made: { redis: RedisClient; close: () => unknown }[] = [];
+    const c6 = await createClient({ url }).connect();
+    made.push({ redis: c6, close: () => c6.destroy() });
+    const c5 = await createClient5({ url }).connect();
+    made.push({ redis: c5, close: () => c5.destroy() });
+    const c4 = createClient4({ url });
+    await c4.connect();
+    made.push({ redis: c4, close: () => c4.disconnect() });
+    const valkey = new Valkey(url);
+    made.push({ redis: valkey, close: () => valkey.disconnect() });
+    try {
+      for (const { redis } of made) {
+        const padlock = new Padlock({ redis });
+        const lease = await padlock.mutex('any-client').acquire({ waitMs: 5_000 });
+        assert.equal(lease.isHeld, true);
+        await lease.release();
+        await padlock.close();
+      }
+    } finally {
+      for (const { close } of made) await close();
+    }
   });
 
   it('accepts ioredis 5 and 6 Redis and Cluster instances, connected or not yet', async () => {

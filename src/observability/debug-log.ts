@@ -82,7 +82,9 @@ export function loggedConnection(connection: CommandConnection): CommandConnecti
     },
     nodeOf: (key: string) => connection.nodeOf(key),
     openSubscriber: () => connection.openSubscriber(),
+    isReplyError: (error: unknown) => connection.isReplyError(error),
     isCluster: connection.isCluster,
+    shardedPubSub: connection.shardedPubSub,
     get status() {
       return connection.status;
     },

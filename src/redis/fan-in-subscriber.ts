@@ -43,6 +43,7 @@ export function fanInSubscriber(connections: readonly SubscriberConnection[]): S
       }
     },
     onError: (listener) => connections.forEach((c) => c.onError(listener)),
+    isReplyError: (error) => connections.some((c) => c.isReplyError(error)),
     close: async () => {
       await each((c) => c.close());
     },

@@ -28,18 +28,18 @@ export function defineScript<Result>(name: string, source: string, parse: (reply
   return script;
 }
 
-/** Redis replied with an error (as opposed to the connection failing). */
-function isReplyError(error: unknown): boolean {
-  return error instanceof Error && error.name === 'ReplyError';
-}
+/** Tells Redis's error replies from connection failures, in the words of the client that raised them. */
+export type ReplyErrorTest = (error: unknown) => boolean;
 
 /** Sends scripts over one command connection. */
 export class ScriptRunner {
   private readonly connection: CommandConnection;
+  readonly #isReply: ReplyErrorTest;
 
   constructor(connection: CommandConnection) {
     // NODE_DEBUG=padlock: every command this runner sends is logged with its outcome.
     this.connection = debugEnabled ? loggedConnection(connection) : connection;
+    this.#isReply = (error) => connection.isReplyError(error);
   }
 
   /** The error for a call that had no reply within `ms`; its cause says what the client's connection was doing. */
@@ -85,7 +85,7 @@ export class ScriptRunner {
     try {
       settled = await this.connection.evalshaMany(calls.map(({ script, keys, args }) => ({ sha: script.sha, keys, args })));
     } catch (error) {
-      return calls.map(({ lock }) => ({ status: 'rejected', reason: wrap(error, lock) }));
+      return calls.map(({ lock }) => ({ status: 'rejected', reason: wrap(error, lock, this.#isReply) }));
     }
     return Promise.all(
       calls.map(async ({ script, keys, args, lock }, i): Promise<PromiseSettledResult<Result>> => {
@@ -93,10 +93,10 @@ export class ScriptRunner {
         try {
           if (outcome === undefined) throw new Error('the pipelined call was discarded');
           if (outcome.error === null) return { status: 'fulfilled', value: parsed(script, outcome.reply, lock) };
-          if (isNoScript(outcome.error)) return { status: 'fulfilled', value: await this.send(script, keys, args, lock) };
-          throw wrap(outcome.error, lock);
+          if (isNoScript(outcome.error, this.#isReply)) return { status: 'fulfilled', value: await this.send(script, keys, args, lock) };
+          throw wrap(outcome.error, lock, this.#isReply);
         } catch (error) {
-          return { status: 'rejected', reason: error instanceof PadlockError ? error : wrap(error, lock) };
+          return { status: 'rejected', reason: error instanceof PadlockError ? error : wrap(error, lock, this.#isReply) };
         }
       }),
     );
@@ -114,12 +114,12 @@ export class ScriptRunner {
     try {
       reply = await bySha(script.sha);
     } catch (error) {
-      if (!isNoScript(error)) throw wrap(error, lock);
-      if (gaveUp?.aborted === true) throw wrap(error, lock);
+      if (!isNoScript(error, this.#isReply)) throw wrap(error, lock, this.#isReply);
+      if (gaveUp?.aborted === true) throw wrap(error, lock, this.#isReply);
       try {
         reply = await bySource(script.source);
       } catch (retryError) {
-        throw wrap(retryError, lock);
+        throw wrap(retryError, lock, this.#isReply);
       }
     }
     return [parsed(script, reply[0], lock), reply[1]];
@@ -135,8 +135,8 @@ export interface ScriptSend<Result> {
 }
 
 /** The server does not have the script cached (a restart, SCRIPT FLUSH): send its source. */
-function isNoScript(error: unknown): boolean {
-  return isReplyError(error) && /NOSCRIPT/.test((error as Error).message);
+function isNoScript(error: unknown, isReply: ReplyErrorTest): boolean {
+  return isReply(error) && /NOSCRIPT/.test((error as Error).message);
 }
 
 /** Checks a script's reply and types it. */
@@ -149,7 +149,7 @@ function parsed<Result>(script: Script<Result>, reply: unknown, lock: string | u
   }
 }
 
-/** A client error as padlock's typed error: a reply error from Redis, or the connection failing. */
-export function wrap(error: unknown, lock: string | undefined): Error {
-  return isReplyError(error) ? new RedisCommandError(lock, error) : new RedisUnavailableError(lock, error);
+/** A client error as padlock's typed error: a reply error from Redis (as `isReply` tells), or the connection failing. */
+export function wrap(error: unknown, lock: string | undefined, isReply: ReplyErrorTest): Error {
+  return isReply(error) ? new RedisCommandError(lock, error) : new RedisUnavailableError(lock, error);
 }

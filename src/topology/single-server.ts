@@ -31,7 +31,7 @@ export class SingleServer implements Topology {
     this.#replicas = replicas;
     this.extraReplyMs = replicas?.timeoutMs ?? 0;
     this.confirmsGrants = replicas !== undefined;
-    this.shardedPubSub = connection.isCluster;
+    this.shardedPubSub = connection.shardedPubSub;
     const where = connection.isCluster ? 'a Redis Cluster' : 'a single Redis server';
     this.description = replicas === undefined ? where : `${where} with ${replicas.min} replica acknowledgement(s)`;
   }
