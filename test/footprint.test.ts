@@ -43,7 +43,7 @@ for (const factory of TOPOLOGIES) {
     }
 
     it('20 000 distinct names acquired and released leave no key without an expiry, none longer than the documented bound', { timeout: 120_000 }, async () => {
-      const padlock = topology.padlock();
+      const padlock = await topology.padlock();
       const names = Array.from({ length: 20_000 }, (_, i) => `order:${i}`);
       let next = 0;
       const worker = async (): Promise<void> => {
@@ -69,7 +69,7 @@ for (const factory of TOPOLOGIES) {
     });
 
     it('fences keep increasing when the lock key has expired (or a server lost its data)', async () => {
-      const padlock = topology.padlock();
+      const padlock = await topology.padlock();
       const keys = lockKeys('padlock', 'fence:gone');
       const first = await padlock.mutex('fence:gone').acquire();
       await first.release();

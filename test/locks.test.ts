@@ -12,6 +12,7 @@ import { activeResources, delay, eventually, runCall } from './harness/redis.js'
 import { probeWakes } from './harness/probes.js';
 import { TOPOLOGIES, clientsOf, eachKind, useTopology } from './harness/suite.js';
 import { holdsOf, readLock } from './harness/lock-state.js';
+import { opsOf } from './harness/clients.js';
 
 for (const factory of TOPOLOGIES) {
   describe(factory.name, () => {
@@ -19,8 +20,8 @@ for (const factory of TOPOLOGIES) {
     eachKind(topology, (kind) => {
       describe(`${kind}: exclusion and fencing`, () => {
         it('excludes a second owner and grants the lock after release', async () => {
-          const a = topology.padlock();
-          const b = topology.padlock();
+          const a = await topology.padlock();
+          const b = await topology.padlock();
           const first = await a[kind]('ex:1').acquire();
           assert.equal(await b[kind]('ex:1').tryAcquire(), null);
           assert.equal(await a[kind]('ex:1').tryAcquire(), null, 'an unrelated acquisition in the same process is another owner');
@@ -32,7 +33,7 @@ for (const factory of TOPOLOGIES) {
         });
 
         it('returns strictly increasing fences, also after a force-release', async () => {
-          const p = topology.padlock();
+          const p = await topology.padlock();
           const lock = p[kind]('ex:fence');
           const fences: number[] = [];
           for (let i = 0; i < 5; i++) {
@@ -45,7 +46,7 @@ for (const factory of TOPOLOGIES) {
         });
 
         it('isLocked and forceRelease report the state', async () => {
-          const p = topology.padlock();
+          const p = await topology.padlock();
           const lock = p[kind]('ex:state');
           assert.equal(await lock.isLocked(), false);
           assert.equal(await lock.forceRelease(), false);
@@ -56,7 +57,7 @@ for (const factory of TOPOLOGIES) {
         });
 
         it('concurrent acquirers in one process are serialised (no two inside at once)', async () => {
-          const p = topology.padlock();
+          const p = await topology.padlock();
           let inside = 0;
           let maxInside = 0;
           let done = 0;
@@ -78,7 +79,7 @@ for (const factory of TOPOLOGIES) {
 
       describe(`${kind}: reentrancy`, () => {
         it('re-enters inside withLock: same owner, same fence, hold count + 1', async () => {
-          const p = topology.padlock();
+          const p = await topology.padlock();
           const lock = p[kind]('re:ctx');
           await lock.withLock(async (outer) => {
             const inner = await lock.acquire({ waitMs: 0 });
@@ -94,8 +95,8 @@ for (const factory of TOPOLOGIES) {
         });
 
         it('re-enters by owner token from a second Padlock (an RPC hop)', async () => {
-          const a = topology.padlock();
-          const b = topology.padlock();
+          const a = await topology.padlock();
+          const b = await topology.padlock();
           const outer = await a[kind]('re:rpc').acquire();
           const inner = await b[kind]('re:rpc').acquire({ owner: outer.owner, waitMs: 0 });
           assert.equal(inner.fence, outer.fence);
@@ -107,13 +108,13 @@ for (const factory of TOPOLOGIES) {
         });
 
         it('refuses to re-enter for an owner that holds nothing', async () => {
-          const p = topology.padlock();
+          const p = await topology.padlock();
           await assert.rejects(p[kind]('re:none').acquire({ owner: 'f'.repeat(32) }), LockNotHeldError);
           assert.equal(await p[kind]('re:none').isLocked(), false);
         });
 
         it('a re-entry never shortens the lease', async () => {
-          const p = topology.padlock();
+          const p = await topology.padlock();
           const keys = lockKeys('padlock', 're:lease');
           const ttlAbove = (ms: number): Promise<boolean> => topology.read(async (admin) => (await admin.pttl(keys.lock)) > ms);
           const outer = await p[kind]('re:lease').acquire({ leaseMs: 60_000 });
@@ -129,7 +130,7 @@ for (const factory of TOPOLOGIES) {
 
       describe(`${kind}: ownership and idempotence`, () => {
         it('release by a non-owner or after expiry rejects with LockNotHeldError and changes nothing', async () => {
-          const p = topology.padlock();
+          const p = await topology.padlock();
           const lease = await p[kind]('own:expire').acquire({ leaseMs: 50 });
           await delay(120);
           const other = await p[kind]('own:expire').acquire({ waitMs: 0 });
@@ -141,7 +142,7 @@ for (const factory of TOPOLOGIES) {
         });
 
         it('releasing the same lease twice is a no-op', async () => {
-          const p = topology.padlock();
+          const p = await topology.padlock();
           const lock = p[kind]('own:twice');
           const outer = await lock.acquire();
           const inner = await lock.acquire({ owner: outer.owner });
@@ -184,7 +185,7 @@ for (const factory of TOPOLOGIES) {
 
       describe(`${kind}: waiting, aborting, closing`, () => {
         it('acquire waits for a release and times out with LockTimeoutError', async () => {
-          const p = topology.padlock();
+          const p = await topology.padlock();
           const lease = await p[kind]('wait:1').acquire();
           await assert.rejects(p[kind]('wait:1').acquire({ waitMs: 50 }), (e: unknown) => e instanceof LockTimeoutError && e.waitedMs >= 45);
           const waiting = p[kind]('wait:1').acquire({ waitMs: 5_000 });
@@ -196,8 +197,8 @@ for (const factory of TOPOLOGIES) {
         });
 
         it('a release wakes the waiter of another Padlock by its message, not by a timer', async () => {
-          const a = topology.padlock({ leaseMs: 60_000 });
-          const b = topology.padlock({ leaseMs: 60_000 });
+          const a = await topology.padlock({ leaseMs: 60_000 });
+          const b = await topology.padlock({ leaseMs: 60_000 });
           const holder = await a[kind]('wait:message').acquire();
           let asleep!: () => void;
           const sleeping = new Promise<void>((resolve) => (asleep = resolve));
@@ -213,7 +214,7 @@ for (const factory of TOPOLOGIES) {
         });
 
         it('an aborted wait rejects with signal.reason and leaves nothing behind', async () => {
-          const p = topology.padlock();
+          const p = await topology.padlock();
           const holder = await p[kind]('wait:abort').acquire();
           const controller = new AbortController();
           const waiting = p[kind]('wait:abort').acquire({ signal: controller.signal });
@@ -237,7 +238,7 @@ for (const factory of TOPOLOGIES) {
           // The masters' counts move only by what this Padlock sends once the others are closed (a
           // lease force-released earlier would still be renewed).
           await topology.closePadlocks();
-          const p = topology.padlock();
+          const p = await topology.padlock();
           const lock = p[kind]('closed:calls');
           await p.close();
           const scripts = async (): Promise<number> => (await topology.commandCalls('evalsha')) + (await topology.commandCalls('eval'));
@@ -252,7 +253,7 @@ for (const factory of TOPOLOGIES) {
         });
 
         it('a lock granted just as close() begins is given back, not leaked', async () => {
-          const p = topology.padlock();
+          const p = await topology.padlock();
           const seam = p.shared.topology;
           const send = seam.send.bind(seam);
           let closing: Promise<void> | undefined;
@@ -264,14 +265,14 @@ for (const factory of TOPOLOGIES) {
           };
           await assert.rejects(p[kind]('close:race').acquire(), PadlockClosedError);
           await closing;
-          assert.ok(await eventually(async () => !(await topology.padlock()[kind]('close:race').isLocked())), 'the grant was given back');
+          assert.ok(await eventually(async () => !(await (await topology.padlock())[kind]('close:race').isLocked())), 'the grant was given back');
         });
 
         it('close() releases held locks, rejects pending waits and leaves no timer or socket', async () => {
           const before = activeResources();
           // Clients of their own, so that closing them shows what padlock itself leaves open.
-          const pClient = topology.connect();
-          const otherClient = topology.connect();
+          const pClient = await topology.connect();
+          const otherClient = await topology.connect();
           const p = new Padlock({ redis: pClient });
           const other = new Padlock({ redis: otherClient });
           const held: Lease = await p[kind]('close:1').acquire();
@@ -290,7 +291,7 @@ for (const factory of TOPOLOGIES) {
           assert.equal(await other[kind]('close:2').isLocked(), false);
           await blocker.release();
           await other.close();
-          await Promise.all([...clientsOf(pClient), ...clientsOf(otherClient)].map((client) => client.quit()));
+          await Promise.all([...clientsOf(pClient), ...clientsOf(otherClient)].map((client) => opsOf(client).quit()));
           // Sockets close a moment after QUIT is answered; what padlock left open never closes.
           const closed = (): boolean => ['Timeout', 'TCPSocketWrap'].every((type) => (activeResources().get(type) ?? 0) <= (before.get(type) ?? 0));
           assert.ok(await eventually(closed, 10_000), `left open: ${JSON.stringify([...activeResources()])} (before: ${JSON.stringify([...before])})`);

@@ -41,8 +41,11 @@ for (const factory of TOPOLOGIES) {
       describe(`no ghost in the queue (${kind})`, () => {
         it('a wait aborted while the call that queues it is held up by Redis leaves the queue', async () => {
           const name = `ghost:paused:${kind}`;
-          const holderSide = topology.side();
-          const waiterSide = topology.side();
+          // A warm script cache: a leave answered NOSCRIPT is re-sent after that answer, behind the
+          // read `behind` counts on as a barrier (the cold cache has a test of its own, below).
+          await topology.warmScripts();
+          const holderSide = await topology.side();
+          const waiterSide = await topology.side();
           const holder = await lockOf(holderSide.padlock, kind, name).acquire();
           // A first waiter keeps this client subscribed, so the next waiter's first call is the one that queues.
           const first = lockOf(waiterSide.padlock, kind, name).acquire();
@@ -64,7 +67,7 @@ for (const factory of TOPOLOGIES) {
 
           await holder.release();
           await (await first).release();
-          const newcomer = await lockOf(topology.side().padlock, kind, name).tryAcquire();
+          const newcomer = await lockOf((await topology.side()).padlock, kind, name).tryAcquire();
           assert.ok(newcomer !== null, 'a newcomer gets the free lock at once');
           await newcomer.release();
           await Promise.all([holderSide.padlock.close(), waiterSide.padlock.close()]);
@@ -72,8 +75,8 @@ for (const factory of TOPOLOGIES) {
 
         it('tryAcquire() beside a waiter of the same Padlock makes one attempt and never queues', async () => {
           const name = `ghost:try:${kind}`;
-          const holderSide = topology.side();
-          const waiterSide = topology.side();
+          const holderSide = await topology.side();
+          const waiterSide = await topology.side();
           const holder = await lockOf(holderSide.padlock, kind, name).acquire();
           const waiting = lockOf(waiterSide.padlock, kind, name).acquire();
           assert.ok(await eventually(async () => (await queueOf(name)).queue.length === 1));
@@ -84,7 +87,7 @@ for (const factory of TOPOLOGIES) {
 
           await holder.release();
           await (await waiting).release();
-          const newcomer = await lockOf(topology.side().padlock, kind, name).tryAcquire();
+          const newcomer = await lockOf((await topology.side()).padlock, kind, name).tryAcquire();
           assert.ok(newcomer !== null, 'a newcomer gets the free lock at once');
           await newcomer.release();
           await Promise.all([holderSide.padlock.close(), waiterSide.padlock.close()]);
@@ -96,7 +99,7 @@ for (const factory of TOPOLOGIES) {
           // has its own): a call answered NOSCRIPT is re-sent after the answer, behind the read that
           // `behind` counts on as a barrier. The cold cache has a test of its own, the next one.
           await topology.warmScripts();
-          const sides = [topology.side(), topology.side(), topology.side()];
+          const sides = [await topology.side(), await topology.side(), await topology.side()];
           const holder = await lockOf(sides[0]!.padlock, kind, name).acquire();
           for (let round = 0; round < 5; round++) {
             const waits = Array.from({ length: 40 }, (_, i) => {
@@ -110,7 +113,7 @@ for (const factory of TOPOLOGIES) {
             assert.deepEqual(await queueOf(name, true), { queue: [], waiters: [] }, `round ${round}: no entry left`);
           }
           await holder.release();
-          const newcomer = await lockOf(topology.side().padlock, kind, name).tryAcquire();
+          const newcomer = await lockOf((await topology.side()).padlock, kind, name).tryAcquire();
           assert.ok(newcomer !== null, 'a newcomer gets the free lock at once');
           await newcomer.release();
           await Promise.all(sides.map((s) => s.padlock.close()));
@@ -118,8 +121,8 @@ for (const factory of TOPOLOGIES) {
 
         it('a wait aborted as its queue call is sent leaves no ghost when the server has not cached that script yet', async () => {
           const name = `ghost:noscript:${kind}`;
-          const holderSide = topology.side();
-          const waiterSide = topology.side();
+          const holderSide = await topology.side();
+          const waiterSide = await topology.side();
           const holder = await lockOf(holderSide.padlock, kind, name).acquire();
           // The lock's master knows the attempt and the leave, not yet the queue call: a cold cache
           // part-filled, which a storm of waits on a fresh master (or one just promoted) reaches by itself.
@@ -145,8 +148,8 @@ for (const factory of TOPOLOGIES) {
 
         it('close() rejects a wait at once and takes its entry out of the queue', async () => {
           const name = `ghost:close:${kind}`;
-          const holderSide = topology.side();
-          const waiterSide = topology.side();
+          const holderSide = await topology.side();
+          const waiterSide = await topology.side();
           const holder = await lockOf(holderSide.padlock, kind, name).acquire();
           const waiting = lockOf(waiterSide.padlock, kind, name).acquire();
           assert.ok(await eventually(async () => (await queueOf(name)).queue.length === 1));

@@ -1,20 +1,24 @@
 /**
- * The factory suite: behaviour tests are written once and run once per lock kind and per topology.
+ * The factory suite: behaviour tests are written once and run once per lock kind, per topology and
+ * per client library.
  *
  * ```ts
  * for (const factory of TOPOLOGIES) {
  *   describe(factory.name, () => {
  *     const topology = useTopology(factory); // started before these tests, stopped after them
- *     eachKind(topology, (kind) => describe(`${kind}: …`, () => { … topology.padlock()[kind](name) … }));
+ *     eachKind(topology, (kind) => describe(`${kind}: …`, () => { … (await topology.padlock())[kind](name) … }));
  *   });
  * }
  * ```
  *
  * A new lock kind is one line in {@link KINDS} (a method of `Padlock` that returns a lock); a new
- * topology is one line in {@link TOPOLOGIES}, naming a function that starts it and says where its
- * writes go ({@link StartedTopology}), and the kinds it refuses (for each, {@link eachKind} declares
- * one test of the refusal instead of that kind's tests). Everything a test needs beyond that
- * ({@link TopologyUnderTest}) is built here on those few members, the same way for every topology.
+ * topology is one line in `BASES`, naming a function that starts it and says where its writes go
+ * ({@link StartedTopology}), and the kinds it refuses (for each, {@link eachKind} declares one test
+ * of the refusal instead of that kind's tests); a new client library is one line in `CLIENTS`
+ * (./clients.ts, which makes its clients). {@link TOPOLOGIES} is every topology with every client
+ * library that reaches it. Everything a test needs beyond that ({@link TopologyUnderTest}) is built
+ * here on those few members, the same way for every topology and client. Raw reads of padlock's
+ * keys always go through ioredis: what is under test is the Padlock's client.
  *
  * A topology holds one copy of padlock's data (one server, a Sentinel primary, a Cluster: one
  * client reaches it all) or several (Redlock: each master its own, a lock being what a majority
@@ -26,7 +30,7 @@ import assert from 'node:assert/strict';
 import { isDeepStrictEqual, inspect } from 'node:util';
 import type { Cluster, Redis } from 'ioredis';
 import type { RedisServer } from '../../src/devserver/redis-server.js';
-import { Padlock, PadlockOptionError } from '../../src/index.js';
+import { Padlock, PadlockOptionError, type RedisClient } from '../../src/index.js';
 import type { PadlockOptions } from '../../src/options.js';
 import type { Script } from '../../src/redis/script-runner.js';
 import * as scripts from '../../src/scripts/index.js';
@@ -34,6 +38,7 @@ import { connect, startServer, startServers } from './redis.js';
 import { command, fieldsOf, info } from './admin.js';
 import { startCluster } from './cluster.js';
 import { startSentinelSet } from './sentinel.js';
+import { CLIENTS, clientOf, opsOf, reaches, type ClientName, type Target } from './clients.js';
 
 /** The lock kinds every behaviour test runs against: methods of `Padlock` that return a lock. */
 export const KINDS = ['mutex', 'fairMutex'] as const;
@@ -42,13 +47,13 @@ export type Kind = (typeof KINDS)[number];
 /** A raw client of a topology, for reads and writes of padlock's keys: ioredis `Redis` or `Cluster`. */
 export type Client = Redis | Cluster;
 
-/** What a Padlock gets as its `redis` option: a client, or (Redlock) one client per master. */
-export type PadlockRedis = Client | readonly Redis[];
+/** What a Padlock gets as its `redis` option: a client of the library under test, or (Redlock) one per master. */
+export type PadlockRedis = RedisClient | readonly RedisClient[];
 
 /** A running topology, as its factory returns it: the few facts the suite cannot work out itself. */
 export interface StartedTopology {
-  /** New client(s) of the topology for a Padlock, as a user would make them; disconnected after the file's tests. */
-  connect(): PadlockRedis;
+  /** Where a Padlock's client connects: one target, or (Redlock) one per master. */
+  readonly targets: readonly Target[];
   /**
    * New raw clients, one per copy of padlock's data: one client (it reaches every key) for one
    * server, Sentinel or Cluster; one per master on Redlock. Disconnected after the file's tests.
@@ -62,10 +67,12 @@ export interface StartedTopology {
   stop(): Promise<void>;
 }
 
-/** One line of {@link TOPOLOGIES}. */
+/** One line of {@link TOPOLOGIES}: a topology, and the client library its Padlocks use. */
 export interface TopologyFactory {
-  /** Names the topology in test titles. */
+  /** Names the topology and the client in test titles. */
   readonly name: string;
+  /** The client library every Padlock of these tests is given. */
+  readonly client: ClientName;
   /** Starts it on free loopback ports. */
   start(): Promise<StartedTopology>;
   /** Kinds its Padlock refuses at creation (`PadlockOptionError` naming the kind): each gets a test of that instead of its tests. */
@@ -74,45 +81,79 @@ export interface TopologyFactory {
   readonly redlock?: boolean;
 }
 
+/** A topology before its client is chosen. */
+interface Topology {
+  readonly name: string;
+  /** What its clients connect to (Redlock: several servers). */
+  readonly kind: Target['kind'];
+  start(): Promise<StartedTopology>;
+  readonly refuses?: readonly Kind[];
+  readonly redlock?: boolean;
+  /** The clients it runs with, when not all that reach it (a Redlock set is costly: two libraries show the adapters hold there). */
+  readonly clients?: readonly ClientName[];
+}
+
 /** A standalone redis-server. */
 async function singleServer(): Promise<StartedTopology> {
   const server = await startServer();
-  return { connect: () => connect(server), readers: () => [connect(server)], masters: () => Promise.resolve([server]), mastersOf: () => Promise.resolve([server]), stop: () => server.stop() };
+  return { targets: [{ kind: 'server', server }], readers: () => [connect(server)], masters: () => Promise.resolve([server]), mastersOf: () => Promise.resolve([server]), stop: () => server.stop() };
 }
 
 /** 1 primary, 2 replicas, 3 sentinels; clients in Sentinel mode (they ask the sentinels for the primary). */
 async function sentinelSet(): Promise<StartedTopology> {
   const set = await startSentinelSet();
-  return { connect: () => set.client(), readers: () => [set.client()], masters: async () => [await set.primary()], mastersOf: async () => [await set.primary()], stop: () => set.stop() };
+  return {
+    targets: [{ kind: 'sentinel', sentinels: set.sentinels, name: set.name }],
+    readers: () => [set.client()],
+    masters: async () => [await set.primary()],
+    mastersOf: async () => [await set.primary()],
+    stop: () => set.stop(),
+  };
 }
 
-/** 3 masters with a replica each; ioredis `Cluster` clients (they route each call to its slot's master). */
+/** 3 masters with a replica each; Cluster clients (they route each call to its slot's master). */
 async function cluster(): Promise<StartedTopology> {
   const nodes = await startCluster();
-  return { connect: () => nodes.client(), readers: () => [nodes.client()], masters: () => nodes.masters(), mastersOf: async (key) => [await nodes.nodeForKey(key)], stop: () => nodes.stop() };
+  return { targets: [{ kind: 'cluster', nodes: nodes.nodes }], readers: () => [nodes.client()], masters: () => nodes.masters(), mastersOf: async (key) => [await nodes.nodeForKey(key)], stop: () => nodes.stop() };
 }
 
 /** 5 independent masters; a Padlock gets one client per master (Redlock: every call goes to all, a majority decides). */
 async function redlock(): Promise<StartedTopology> {
   const servers = await startServers(5);
-  const each = (): Redis[] => servers.map((server) => connect(server));
   return {
-    connect: each,
-    readers: each,
+    targets: servers.map((server) => ({ kind: 'server', server })),
+    readers: () => servers.map((server) => connect(server)),
     masters: () => Promise.resolve(servers),
     mastersOf: () => Promise.resolve(servers),
     stop: async () => void (await Promise.all(servers.map((server) => server.stop()))),
   };
 }
 
-/** Every topology the behaviour tests run on. */
-export const TOPOLOGIES: readonly TopologyFactory[] = [
-  { name: 'single server', start: singleServer },
-  { name: 'Sentinel', start: sentinelSet },
-  { name: 'Cluster', start: cluster },
+const BASES: readonly Topology[] = [
+  { name: 'single server', kind: 'server', start: singleServer },
+  { name: 'Sentinel', kind: 'sentinel', start: sentinelSet },
+  { name: 'Cluster', kind: 'cluster', start: cluster },
   // A fair handoff happens inside one server's release script: N masters cannot agree on one waiter.
-  { name: 'Redlock (5 masters)', start: redlock, refuses: ['fairMutex'], redlock: true },
+  { name: 'Redlock (5 masters)', kind: 'server', start: redlock, refuses: ['fairMutex'], redlock: true, clients: ['ioredis', 'node-redis'] },
 ];
+
+/**
+ * Every topology the behaviour tests run on, with every client library that reaches it: the whole
+ * suite once per (topology, client). A client library is one line in CLIENTS (./clients.ts).
+ */
+export const TOPOLOGIES: readonly TopologyFactory[] = BASES.flatMap(({ clients, kind, ...base }) =>
+  CLIENTS.filter((client) => reaches(client, kind) && (clients === undefined || clients.includes(client))).map((client) => ({ ...base, name: `${base.name} · ${client}`, client })),
+).filter(chosen(process.env['PADLOCK_SUITES']));
+
+/**
+ * While working on one client or topology: `PADLOCK_SUITES='Cluster · node-redis$'` runs only the
+ * (topology · client) pairs whose name matches that regular expression. Unset: all of them.
+ */
+function chosen(pattern: string | undefined): (factory: TopologyFactory) => boolean {
+  if (pattern === undefined || pattern === '') return () => true;
+  const regex = new RegExp(pattern);
+  return (factory) => regex.test(factory.name);
+}
 
 /** A Padlock with client(s) of its own, and those. */
 export interface Side {
@@ -127,12 +168,14 @@ export interface TopologyUnderTest {
   readonly redlock: boolean;
   /** The kinds its Padlock makes (those of {@link KINDS} it does not refuse). */
   readonly kinds: readonly Kind[];
-  /** A Padlock on fresh client(s) of the topology, closed after the enclosing suite. */
-  padlock(options?: Omit<PadlockOptions, 'redis'>): Padlock;
+  /** The client library its Padlocks use. */
+  readonly client: ClientName;
+  /** A Padlock on fresh, connected client(s) of the topology, closed after the enclosing suite. */
+  padlock(options?: Omit<PadlockOptions, 'redis'>): Promise<Padlock>;
   /** {@link TopologyUnderTest.padlock} with the client(s) it runs on (to send a command behind its calls). */
-  side(options?: Omit<PadlockOptions, 'redis'>): Side;
-  /** Fresh client(s) for a Padlock of the test's own, disconnected after the enclosing suite. */
-  connect(): PadlockRedis;
+  side(options?: Omit<PadlockOptions, 'redis'>): Promise<Side>;
+  /** Fresh, connected client(s) for a Padlock of the test's own, disconnected after the enclosing suite. */
+  connect(): Promise<PadlockRedis>;
   /** Raw clients, one per copy of padlock's data (made once, disconnected after the enclosing suite). */
   readers(): Client[];
   /**
@@ -171,11 +214,11 @@ export interface TopologyUnderTest {
 const SCRIPTS: readonly Script<unknown>[] = Object.values(scripts);
 
 /** Each client of `redis` (one, or one per Redlock master). */
-export function clientsOf(redis: PadlockRedis): readonly Client[] {
+export function clientsOf(redis: PadlockRedis): readonly RedisClient[] {
   return isRedlock(redis) ? redis : [redis];
 }
 
-function isRedlock(redis: PadlockRedis): redis is readonly Redis[] {
+function isRedlock(redis: PadlockRedis): redis is readonly RedisClient[] {
   return Array.isArray(redis);
 }
 
@@ -187,34 +230,38 @@ function isRedlock(redis: PadlockRedis): redis is readonly Redis[] {
 export function useTopology(factory: TopologyFactory): TopologyUnderTest {
   let started: StartedTopology | undefined;
   const padlocks: Padlock[] = [];
-  const clients: Client[] = [];
+  const clients: RedisClient[] = [];
+  const raw: Client[] = [];
   let readers: Client[] | undefined;
   before(async () => {
     started = await factory.start();
   });
   after(async () => {
     await Promise.allSettled(padlocks.map((p) => p.close()));
-    for (const client of clients) client.disconnect();
+    for (const client of clients) opsOf(client).disconnect();
+    for (const client of raw) client.disconnect();
     await started?.stop();
   });
   const running = (): StartedTopology => {
     if (started === undefined) throw new Error(`the ${factory.name} topology is used before its suite's before() hook started it`);
     return started;
   };
-  const connectOwn = (): PadlockRedis => {
-    const made = running().connect();
-    clients.push(...clientsOf(made));
-    return made;
+  const connectOwn = async (): Promise<PadlockRedis> => {
+    const { targets } = running();
+    const made = await Promise.all(targets.map((target) => clientOf(factory.client, target)));
+    clients.push(...made);
+    const [one] = made;
+    return factory.redlock === true || one === undefined ? made : one;
   };
   const readersOf = (): Client[] => {
     if (readers === undefined) {
       readers = running().readers();
-      clients.push(...readers);
+      raw.push(...readers);
     }
     return readers;
   };
-  const side = (options: Omit<PadlockOptions, 'redis'> = {}): Side => {
-    const redis = connectOwn();
+  const side = async (options: Omit<PadlockOptions, 'redis'> = {}): Promise<Side> => {
+    const redis = await connectOwn();
     const padlock = new Padlock({ redis, ...options });
     padlocks.push(padlock);
     return { padlock, client: redis };
@@ -223,9 +270,10 @@ export function useTopology(factory: TopologyFactory): TopologyUnderTest {
   const refused = new Set<Kind>(factory.refuses ?? []);
   return {
     name: factory.name,
+    client: factory.client,
     redlock: factory.redlock === true,
     kinds: KINDS.filter((kind) => !refused.has(kind)),
-    padlock: (options) => side(options).padlock,
+    padlock: async (options) => (await side(options)).padlock,
     side,
     connect: connectOwn,
     readers: readersOf,
@@ -251,7 +299,7 @@ export function useTopology(factory: TopologyFactory): TopologyUnderTest {
       await Promise.all((await running().mastersOf(key)).map((master) => command(master, 'CLIENT', 'PAUSE', ms, 'WRITE')));
     },
     async behind(redis, key) {
-      await Promise.all(clientsOf(redis).map((client) => client.exists(key)));
+      await Promise.all(clientsOf(redis).map((client) => opsOf(client).exists(key)));
     },
     async closePadlocks() {
       await Promise.all(padlocks.map((p) => p.close()));
@@ -279,8 +327,8 @@ export function eachKind(topology: TopologyUnderTest, body: (kind: Kind) => void
       continue;
     }
     describe(`${kind}: refused on ${topology.name}`, () => {
-      it(`new Padlock(…).${kind}(name) throws PadlockOptionError naming ${kind} (this kind's tests do not run here)`, () => {
-        const padlock = topology.padlock();
+      it(`new Padlock(…).${kind}(name) throws PadlockOptionError naming ${kind} (this kind's tests do not run here)`, async () => {
+        const padlock = await topology.padlock();
         assert.throws(() => padlock[kind]('refused'), (error: unknown) => error instanceof PadlockOptionError && error.option === kind);
       });
     });
