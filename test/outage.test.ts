@@ -1,7 +1,7 @@
 /**
- * Calls made while Redis is down end within padlock's own bounds, whichever ioredis major the
- * caller passed in, and say that Redis was unreachable (with the client's error, or padlock's own
- * "no reply", as the cause). The bounds asserted are the documented ones plus a second of slack: a
+ * Calls made while Redis is down end within padlock's own bounds, whichever client library (and
+ * ioredis major) the caller passed in, and say that Redis was unreachable (with the client's error,
+ * or padlock's own "no reply", as the cause). The bounds asserted are the documented ones plus a second of slack: a
  * correct program cannot miss them on a loaded machine; before padlock bounded its own calls, these
  * took 10–74 s (see test/harness/outage.ts, and `npm run bench:outage` for the measured table).
  */

@@ -1,18 +1,21 @@
 /**
- * The outage matrix: each call padlock offers, made while Redis is down, with each ioredis major a
- * user may pass in. A fault is either a stopped server (connections refused) or a silent one
+ * The outage matrix: each call padlock offers, made while Redis is down, with each client library
+ * (and ioredis major) a user may pass in. A fault is either a stopped server (connections refused) or a silent one
  * (SIGSTOP: it accepts connections and answers nothing, as a hung or partitioned server does).
  * Shared by test/outage.test.ts (which asserts the bounds) and bench/outage.ts (which prints them).
  */
 import { Redis as Redis5 } from 'ioredis';
 import { Redis as Redis6 } from 'ioredis6';
+import { Redis as Valkey } from 'iovalkey';
+import { createClient as createClient6 } from '@redis/client';
+import { createClient as createClient4 } from 'redis4';
 import { startRedisServer, type RedisServer } from '../../src/devserver/redis-server.js';
-import { Padlock, type Lease } from '../../src/index.js';
+import { Padlock, type Lease, type RedisClient } from '../../src/index.js';
 import { monotonicNow } from '../../src/clock.js';
 import { inflict, type Fault as NodeFault } from './faults.js';
 
-/** The ioredis majors padlock accepts. */
-export const CLIENTS = ['ioredis5', 'ioredis6'] as const;
+/** The client libraries padlock accepts, at their defaults: ioredis 5 and 6, node-redis 6 and 4, iovalkey. */
+export const CLIENTS = ['ioredis5', 'ioredis6', 'node-redis', 'node-redis 4', 'iovalkey'] as const;
 export type ClientVersion = (typeof CLIENTS)[number];
 
 /** How Redis fails: `stopped` is the harness's `kill` (connections refused), `silent` its `pause` (SIGSTOP). */
@@ -42,13 +45,41 @@ export interface Outcome {
   readonly cause: string | undefined;
 }
 
-/** A client of the given major on `server`, at its defaults (as a user would make it). */
-export function clientOf(version: ClientVersion, server: RedisServer): Redis5 {
+/** A client as a scenario uses it. */
+export interface OutageClient {
+  readonly redis: RedisClient;
+  ping(): Promise<unknown>;
+  /** Drops its socket at once. */
+  disconnect(): void;
+}
+
+/** A client of the given library on `server`, at its defaults (as a user would make it), connected. */
+export async function clientOf(version: ClientVersion, server: RedisServer): Promise<OutageClient> {
   const options = { host: server.host, port: server.port };
-  // ioredis 6's class has the same surface padlock uses; the cast only names one of the two types.
-  const client = version === 'ioredis5' ? new Redis5(options) : (new Redis6(options) as unknown as Redis5);
-  client.on('error', () => undefined); // the faults below provoke connection errors on purpose
-  return client;
+  switch (version) {
+    case 'ioredis5':
+    case 'ioredis6':
+    case 'iovalkey': {
+      // The three have the same surface here; the casts only name one of their types.
+      const client = version === 'ioredis5' ? new Redis5(options) : version === 'ioredis6' ? (new Redis6(options) as unknown as Redis5) : (new Valkey(options) as unknown as Redis5);
+      client.on('error', () => undefined); // the faults below provoke connection errors on purpose
+      return { redis: client, ping: () => client.ping(), disconnect: () => client.disconnect() };
+    }
+    case 'node-redis': {
+      const client = createClient6({ socket: options });
+      client.on('error', () => undefined);
+      await client.connect();
+      return { redis: client, ping: () => client.ping(), disconnect: () => client.destroy() };
+    }
+    case 'node-redis 4': {
+      const client = createClient4({ socket: options });
+      client.on('error', () => undefined);
+      await client.connect();
+      return { redis: client, ping: () => client.ping(), disconnect: () => void client.disconnect().catch(() => undefined) };
+    }
+    default:
+      throw new Error(`unknown client ${String(version satisfies never)}`);
+  }
 }
 
 function outcomeOf(startedAt: number, result: PromiseSettledResult<unknown>): Outcome {
@@ -88,10 +119,10 @@ const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 /** Measures one call under one fault with one client. Starts and stops its own server. */
 export async function measure(version: ClientVersion, fault: Fault, call: Call): Promise<Outcome> {
   const server = await startRedisServer();
-  const client = clientOf(version, server);
-  const other = clientOf(version, server);
-  const padlock = new Padlock({ redis: client });
-  const holderSide = new Padlock({ redis: other });
+  const client = await clientOf(version, server);
+  const other = await clientOf(version, server);
+  const padlock = new Padlock({ redis: client.redis });
+  const holderSide = new Padlock({ redis: other.redis });
   const name = 'outage';
   try {
     await client.ping();
