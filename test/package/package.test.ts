@@ -1,14 +1,16 @@
 /**
  * The package as a user gets it. `npm pack` (which builds), then the tarball installed offline into
- * fresh projects, one set with ioredis 5 and one with ioredis 6: plain JavaScript as ES modules and
+ * fresh projects, one set with ioredis 5, one with ioredis 6 and one with node-redis alone (no
+ * ioredis anywhere: padlock's declarations must not need it): plain JavaScript as ES modules and
  * as CommonJS, and TypeScript under each module setting a user may pick (`node16`, `nodenext`,
  * `bundler` with `esnext` and `preserve`, `commonjs`), compiled by the strictest settings (`strict`,
  * `exactOptionalPropertyTypes`, `noUncheckedIndexedAccess`, no `skipLibCheck`). In each, every code
  * example of README.md is compiled and run against a real redis-server, and must exit by itself,
  * with code 0, saying nothing on stderr. The examples come from README.md itself (see
  * readme-examples.ts), so the README and this test cannot drift apart. The ioredis 5 projects also
- * have the OpenTelemetry API and metrics SDK (and run the metrics example); the ioredis 6 projects
- * have no OpenTelemetry package, so their runs show that padlock works, and type-checks, without.
+ * have the OpenTelemetry API and metrics SDK (and run the metrics example); the ioredis 6 and
+ * node-redis projects have no OpenTelemetry package, so their runs show that padlock works, and
+ * type-checks, without.
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../harness/redis.js';
-import { expectsSyntaxError, parseExamples, runsIn, sourceFor, type Example, type Target } from './readme-examples.js';
+import { clientOf, expectsSyntaxError, parseExamples, runsIn, sourceFor, type Example, type Target } from './readme-examples.js';
 
 /** The repository: this file runs as build/test/package/package.test.js. */
 const root = fileURLToPath(new URL('../../../', import.meta.url));
@@ -67,25 +69,35 @@ function show(what: string, result: Result): string {
   return `${what} ${how}\n--- stdout\n${result.stdout}--- stderr\n${result.stderr}`;
 }
 
+/** The Redis client a project has installed, and nothing else: which examples it runs. */
+type ClientInstall = 'ioredis5' | 'ioredis6' | 'node-redis';
+
+/** Where each install's client comes from (the repository's copies), and the package name it is installed as. */
+const INSTALLS: Record<ClientInstall, { readonly from: string; readonly as: string }> = {
+  ioredis5: { from: 'ioredis', as: 'ioredis' },
+  ioredis6: { from: 'ioredis6', as: 'ioredis' },
+  'node-redis': { from: 'redis', as: 'redis' },
+};
+
 /** A temp project: its package.json "type" and, for TypeScript, its module settings. */
 interface Project extends Target {
   readonly name: string;
-  readonly ioredis: 'ioredis5' | 'ioredis6';
+  readonly client: ClientInstall;
   readonly tsModule?: string;
   readonly tsResolution?: string;
 }
 
 /** The install that has OpenTelemetry linked in. */
-const OTEL_INSTALL: Project['ioredis'] = 'ioredis5';
+const OTEL_INSTALL: ClientInstall = 'ioredis5';
 /** What it links from the repository's node_modules: the API, the metrics SDK and what the SDK needs. */
 const OTEL_PACKAGES = ['api', 'sdk-metrics', 'core', 'resources', 'semantic-conventions'];
 
-function js(ioredis: Project['ioredis'], format: Project['format']): Project {
-  return { name: `${ioredis}-js-${format}`, ioredis, language: 'js', format, otel: ioredis === OTEL_INSTALL };
+function js(client: ClientInstall, format: Project['format']): Project {
+  return { name: `${client}-js-${format}`, client, language: 'js', format, otel: client === OTEL_INSTALL };
 }
 
-function typescript(ioredis: Project['ioredis'], format: Project['format'], tsModule: string, tsResolution: string): Project {
-  return { name: `${ioredis}-ts-${tsModule}-${tsResolution}-${format}`, ioredis, language: 'ts', format, tsModule, tsResolution, otel: ioredis === OTEL_INSTALL };
+function typescript(client: ClientInstall, format: Project['format'], tsModule: string, tsResolution: string): Project {
+  return { name: `${client}-ts-${tsModule}-${tsResolution}-${format}`, client, language: 'ts', format, tsModule, tsResolution, otel: client === OTEL_INSTALL };
 }
 
 const projects: Project[] = [
@@ -103,6 +115,12 @@ const projects: Project[] = [
   typescript('ioredis6', 'esm', 'nodenext', 'nodenext'),
   typescript('ioredis6', 'cjs', 'node16', 'node16'),
   typescript('ioredis6', 'cjs', 'commonjs', 'node10'),
+  js('node-redis', 'esm'),
+  js('node-redis', 'cjs'),
+  typescript('node-redis', 'esm', 'nodenext', 'nodenext'),
+  typescript('node-redis', 'esm', 'esnext', 'bundler'),
+  typescript('node-redis', 'cjs', 'node16', 'node16'),
+  typescript('node-redis', 'cjs', 'commonjs', 'node10'),
 ];
 
 /**
@@ -141,19 +159,22 @@ before(async () => {
   }
   assert.deepEqual([...files].filter((file) => /^(build|test|node_modules)\//.test(file) || file.endsWith('.tgz')), [], 'no build output, test or tarball in the tarball');
 
-  // One install per ioredis version, shared by that version's projects (each a sub-folder with
-  // its own package.json): padlock from the tarball, offline; then ioredis and @types/node linked
-  // to the repository's copies, after npm, which would prune them as extraneous.
-  for (const ioredis of ['ioredis5', 'ioredis6'] as const) {
-    const dir = join(work, ioredis);
+  // One install per client, shared by that client's projects (each a sub-folder with its own
+  // package.json): padlock from the tarball, offline; then the client and @types/node linked to the
+  // repository's copies, after npm, which would prune them as extraneous. A node-redis install has
+  // no ioredis: padlock's optional peers are not installed for it.
+  for (const client of Object.keys(INSTALLS) as ClientInstall[]) {
+    const dir = join(work, client);
     mkdirSync(dir);
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ private: true, dependencies: { padlock: `file:../${tarball}` } }));
     const install = await run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', '--legacy-peer-deps'], { cwd: dir, timeoutMs: 120_000 });
     assert.equal(install.code, 0, show('npm install of the tarball', install));
-    symlinkSync(join(root, 'node_modules', ioredis === 'ioredis5' ? 'ioredis' : 'ioredis6'), join(dir, 'node_modules', 'ioredis'), 'dir');
+    const installed = readdirSync(join(dir, 'node_modules'));
+    assert.deepEqual(installed.filter((name) => ['ioredis', 'redis', '@redis', 'iovalkey'].includes(name)), [], 'no Redis client comes with padlock (they are optional peers)');
+    symlinkSync(join(root, 'node_modules', INSTALLS[client].from), join(dir, 'node_modules', INSTALLS[client].as), 'dir');
     mkdirSync(join(dir, 'node_modules', '@types'), { recursive: true });
     symlinkSync(join(root, 'node_modules', '@types', 'node'), join(dir, 'node_modules', '@types', 'node'), 'dir');
-    if (ioredis === OTEL_INSTALL) {
+    if (client === OTEL_INSTALL) {
       mkdirSync(join(dir, 'node_modules', '@opentelemetry'));
       for (const name of OTEL_PACKAGES) symlinkSync(join(root, 'node_modules', '@opentelemetry', name), join(dir, 'node_modules', '@opentelemetry', name), 'dir');
     }
@@ -169,7 +190,7 @@ function writeProject(project: Project, dir: string): { example: Example; file: 
   mkdirSync(dir);
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ private: true, type: project.format === 'esm' ? 'module' : 'commonjs' }));
   const runs: { example: Example; file: string }[] = [];
-  for (const example of examples.filter((e) => runsIn(e, project))) {
+  for (const example of examples.filter((e) => runsIn(e, project) && clientOf(e) === INSTALLS[project.client].as)) {
     writeFileSync(join(dir, `${example.name}.${project.language}`), sourceFor(example, project));
     runs.push({ example, file: project.language === 'ts' ? join('out', `${example.name}.js`) : `${example.name}.js` });
   }
@@ -190,6 +211,9 @@ function writeProject(project: Project, dir: string): { example: Example; file: 
       rootDir: '.',
       outDir: 'out',
       noEmitOnError: true,
+      // node-redis 6's own declarations default-import node:net and node:tls: its users on module
+      // commonjs need esModuleInterop, whatever else they use (padlock's declarations do not).
+      ...(project.client === 'node-redis' && project.tsModule === 'commonjs' ? { esModuleInterop: true } : {}),
     };
     writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, include: ['*.ts'] }, null, 2));
   } else {
@@ -203,9 +227,9 @@ function writeProject(project: Project, dir: string): { example: Example; file: 
 describe('the packed package, installed into fresh projects', { concurrency: 3 }, () => {
   for (const project of projects) {
     it(`${project.name}: every README example compiles, runs and exits by itself`, { timeout: 300_000 }, async () => {
-      const dir = join(work, project.ioredis, project.name);
+      const dir = join(work, project.client, project.name);
       const runs = writeProject(project, dir);
-      assert.ok(runs.length >= 3, `README examples found for ${project.name}: ${runs.map((r) => r.example.name).join(', ')}`);
+      assert.ok(runs.length >= (project.client === 'node-redis' ? 1 : 3), `README examples found for ${project.name}: ${runs.map((r) => r.example.name).join(', ')}`);
 
       if (project.language === 'ts') {
         const compile = await run(process.execPath, [tsc, '-p', '.', '--pretty', 'false', '--listFiles'], { cwd: dir, timeoutMs: 120_000 });

@@ -91,6 +91,17 @@ export function runsIn(example: Example, target: Target): boolean {
 }
 
 /**
+ * The Redis client package the example uses (`ioredis` or `redis`), from its imports: a project
+ * runs the examples of the client it has installed. A fragment uses the Quick start's ioredis.
+ */
+export function clientOf(example: Example): string {
+  if (example.flags.has('fragment')) return 'ioredis';
+  const uses = ['ioredis', 'redis', 'iovalkey'].filter((name) => new RegExp(`from '${name}'|require\\('${name}'\\)`).test(example.code));
+  if (uses.length !== 1) throw new Error(`README.md:${example.line}: '${example.name}' must use exactly one Redis client package, uses ${uses.length === 0 ? 'none' : uses.join(', ')}`);
+  return uses[0] ?? '';
+}
+
+/**
  * Whether the example's run must fail with a SyntaxError rather than succeed: `await using` in plain
  * JavaScript before Node 24.
  */
