@@ -9,7 +9,19 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CliError, ExitCode, firstLine } from './errors.js';
-import { runCli } from './program.js';
+
+/**
+ * The commands reach Redis through ioredis, which the library only takes as an optional peer (a
+ * project may have node-redis alone): without it, say what to install rather than fail to load.
+ */
+async function loadProgram(): Promise<typeof import('./program.js')> {
+  try {
+    await import('ioredis');
+  } catch (error) {
+    throw new CliError('the padlock command talks to Redis through ioredis, which is not installed: npm install ioredis', ExitCode.failure, { cause: error });
+  }
+  return import('./program.js');
+}
 
 /** padlock's version, from the nearest package.json named "padlock" above this module. */
 function version(): string {
@@ -53,9 +65,10 @@ const onSignal = (signal: NodeJS.Signals): void => {
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
 
-const code = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, signal: controller.signal }, version()).catch(
-  (error: unknown) => report(error, process.env),
-);
+const context = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, signal: controller.signal };
+const code = await loadProgram()
+  .then(({ runCli }) => runCli(process.argv.slice(2), context, version()))
+  .catch((error: unknown) => report(error, process.env));
 process.exitCode = code;
 process.off('SIGINT', onSignal);
 process.off('SIGTERM', onSignal);
