@@ -127,9 +127,14 @@ const projects: Project[] = [
  * Compile-only checks of the published types, beyond the README: internals do not show, and an
  * option set to `undefined` is accepted under exactOptionalPropertyTypes.
  */
-const TYPES_CHECK = `import { Padlock, type AcquireOptions, type Lease, type PadlockOptions } from 'padlock';
+const TYPES_CHECK = `import { Padlock, type AcquireOptions, type Lease, type PadlockOptions, type RedisClient } from 'padlock';
 
-export function check(padlock: Padlock, lease: Lease, signal: AbortSignal | undefined): void {
+export function check(padlock: Padlock, lease: Lease, signal: AbortSignal | undefined, clients: readonly RedisClient[]): void {
+  // The redis option's type names no client package: any client, or an array of them (Redlock).
+  const redlock: PadlockOptions = { redis: clients };
+  void redlock;
+  // @ts-expect-error a string is no client
+  void new Padlock({ redis: 'redis://127.0.0.1:6379' });
   // @ts-expect-error internal: not in the published types
   void padlock.runtime;
   // @ts-expect-error internal: not in the published types
