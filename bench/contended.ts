@@ -1,6 +1,7 @@
 /**
- * Contended runs: W workers on one key, in this process (sharing one client, as an application
- * would) or as W OS processes (each with its own connections). Both run the same worker loop
+ * Contended runs: W workers on one key (or on many, picked at random: the scale run), in this
+ * process (sharing one client, as an application would) or in OS processes (one per worker unless
+ * told fewer; each with its own connections, shared by its workers). Both run the same worker loop
  * (`workload.ts`) and are measured the same way: client timestamps for rates and latencies, the
  * counter for lost updates, the command meter and `INFO commandstats` (summed over every server the
  * lock lives on: one, or each Redlock master) for commands. The counter always lives on the single
@@ -16,7 +17,7 @@ import type { FromWorker, ToWorker } from './messages.js';
 import { measureContended, nowMs, type AcquisitionRecord, type ContendedMeasures } from './stats.js';
 import * as padlockScripts from '../src/scripts/index.js';
 import { measurePing } from './uncontended.js';
-import { connectData, metered, runWorker, warmUp, type ClientUsage, type RunPlan, type WorkerOutcome } from './workload.js';
+import { connectData, counterKeys, metered, runWorker, warmUp, type ClientUsage, type RunPlan, type WorkerOutcome, type Workload } from './workload.js';
 
 export type Mode = 'in-process' | 'processes';
 
@@ -25,6 +26,10 @@ export interface ContendedOptions {
   readonly seconds: number;
   /** Mean think time between a worker's acquisitions (ms); 0 for none. */
   readonly thinkMs: number;
+  /** Distinct locks the workers pick from at random, each with its own counter (default 1). */
+  readonly locks?: number;
+  /** In `processes` mode, how many OS processes share the workers (default: one per worker). */
+  readonly processes?: number;
 }
 
 export interface ContendedResult extends ContendedMeasures {
@@ -33,6 +38,10 @@ export interface ContendedResult extends ContendedMeasures {
   readonly spec: ContenderSpec;
   readonly mode: Mode;
   readonly workers: number;
+  /** Distinct locks the workers picked from. */
+  readonly locks: number;
+  /** OS processes the workers ran in (1 in-process). */
+  readonly processes: number;
   readonly seconds: number;
   /** Cycles completed from the start to the end of the drain (the metered period). */
   readonly cycles: number;
@@ -87,28 +96,29 @@ export async function runContended(spec: ContenderSpec, servers: Servers, mode: 
   const admin = connectData(servers.single);
   const meters = where.map(connectData);
   const key = `bench:${randomBytes(4).toString('hex')}`;
-  const counterKey = `${key}:counter`;
-  const session = mode === 'in-process' ? await openInProcess(spec, servers, options, key, counterKey) : await openProcesses(spec, servers, options, key, counterKey);
+  const workload: Workload = { key, counterKey: `${key}:counter`, locks: options.locks ?? 1 };
+  const processes = mode === 'in-process' ? 1 : Math.min(options.workers, options.processes ?? options.workers);
+  const session = mode === 'in-process' ? await openInProcess(spec, servers, options, workload) : await openProcesses(spec, servers, options.workers, processes, workload);
   try {
     const ping = await measurePing(where[0] ?? servers.single, 300);
-    const counterBefore = Number((await admin.get(counterKey)) ?? 0);
+    const counterBefore = await counterSum(admin, workload);
     const statsBefore = await commandStats(meters);
     const cpuBefore = await redisCpuMs(meters);
     const startAt = nowMs() + START_DELAY_MS[mode];
     const deadline = startAt + options.seconds * 1000;
-    const plan: RunPlan = { key, counterKey, startAt, deadline, hardStop: deadline + DRAIN_LIMIT_MS, thinkMs: options.thinkMs };
+    const plan: RunPlan = { ...workload, startAt, deadline, hardStop: deadline + DRAIN_LIMIT_MS, thinkMs: options.thinkMs };
     const collected = await session.run(plan);
     const statsAfter = await commandStats(meters);
     const cpuAfter = await redisCpuMs(meters);
-    const counterAfter = Number((await admin.get(counterKey)) ?? 0);
+    const counterAfter = await counterSum(admin, workload);
 
     const records: AcquisitionRecord[] = collected.outcomes.flatMap((o) => o.records);
     const cycles = records.length;
-    const workload: CommandCounts = { get: cycles, set: cycles };
-    const sent = withoutCounts(collected.usage.sent, workload);
+    const increments: CommandCounts = { get: cycles, set: cycles };
+    const sent = withoutCounts(collected.usage.sent, increments);
     // The two INFOs (commandstats, cpu) that took the first snapshot on each server are counted in
     // the second; the workload's GET and SET only where the counter lives.
-    const bench: CommandCounts = { ...(where.includes(servers.single) ? workload : {}), info: 2 * meters.length };
+    const bench: CommandCounts = { ...(where.includes(servers.single) ? increments : {}), info: 2 * meters.length };
     const executed = withoutCounts(diffCounts(statsAfter, statsBefore), bench);
     return {
       label: spec.label,
@@ -116,6 +126,8 @@ export async function runContended(spec: ContenderSpec, servers: Servers, mode: 
       spec,
       mode,
       workers: options.workers,
+      locks: workload.locks,
+      processes,
       seconds: options.seconds,
       ...measureContended(records, options.workers, startAt, deadline),
       cycles,
@@ -136,6 +148,16 @@ export async function runContended(spec: ContenderSpec, servers: Servers, mode: 
     await session.close();
     await Promise.all([admin, ...meters].map((c) => c.quit().catch(() => c.disconnect())));
   }
+}
+
+/** The sum of every counter of `workload` (MGET in chunks). */
+async function counterSum(client: Redis, workload: Workload): Promise<number> {
+  const keys = counterKeys(workload);
+  let sum = 0;
+  for (let i = 0; i < keys.length; i += 1_000) {
+    for (const value of await client.mget(keys.slice(i, i + 1_000))) sum += Number(value ?? 0);
+  }
+  return sum;
 }
 
 /** `INFO commandstats` of every server, summed. */
@@ -179,10 +201,10 @@ function withoutCounts(counts: CommandCounts, minus: CommandCounts): CommandCoun
 }
 
 /** W workers in this process sharing one contender client and one workload connection. */
-async function openInProcess(spec: ContenderSpec, servers: Servers, options: ContendedOptions, key: string, counterKey: string): Promise<Session> {
+async function openInProcess(spec: ContenderSpec, servers: Servers, options: ContendedOptions, workload: Workload): Promise<Session> {
   const data = connectData(servers.single);
   const contender = await openContender(spec, servers);
-  await warmUp(contender, data, key, counterKey);
+  await warmUp(contender, data, workload);
   return {
     async run(plan) {
       const { result: outcomes, usage } = await metered(() => Promise.all(Array.from({ length: options.workers }, (_, worker) => runWorker(worker, contender, data, plan))));
@@ -253,16 +275,20 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** W worker processes, each with its own connections, opened and warmed up. */
-async function openProcesses(spec: ContenderSpec, servers: Servers, options: ContendedOptions, key: string, counterKey: string): Promise<Session> {
-  const workers = Array.from({ length: options.workers }, () => new WorkerProcess());
+/**
+ * `count` worker processes, each with its own connections, opened and warmed up; the `workers`
+ * worker ids dealt among them in turn (one each when `count` is `workers`).
+ */
+async function openProcesses(spec: ContenderSpec, servers: Servers, workerCount: number, count: number, workload: Workload): Promise<Session> {
+  const workers = Array.from({ length: count }, () => new WorkerProcess());
+  const ids = (index: number): number[] => Array.from({ length: workerCount }, (_, id) => id).filter((id) => id % count === index);
   const stopAll = (): Promise<unknown> => Promise.all(workers.map((w) => w.stop(5_000)));
   try {
     // One at a time: a worker's warm-up acquires the lock, and warm-ups racing each other are a
     // contended run of their own (a Redlock split vote among peers that keep partial holds between
     // retries can last until their leases end). The processes themselves start together.
     const open = async (): Promise<void> => {
-      for (const [worker, w] of workers.entries()) await w.request({ type: 'open', spec, servers, worker, key, counterKey });
+      for (const [index, w] of workers.entries()) await w.request({ type: 'open', spec, servers, workers: ids(index), workload });
     };
     await withTimeout(open(), PROCESS_TIMEOUT_MS, 'starting the worker processes');
   } catch (error) {
@@ -281,7 +307,7 @@ async function openProcesses(spec: ContenderSpec, servers: Servers, options: Con
       let usage: ClientUsage = { sent: {}, scripts: {}, messages: 0, cpuMs: 0 };
       for (const reply of replies) {
         if (reply.type !== 'result') throw new Error(`unexpected reply '${reply.type}' from a worker process`);
-        outcomes.push(reply.outcome);
+        outcomes.push(...reply.outcomes);
         usage = {
           sent: addCounts(usage.sent, reply.usage.sent),
           scripts: addCounts(usage.scripts, reply.usage.scripts),

@@ -7,6 +7,8 @@
 export interface AcquisitionRecord {
   /** Worker that acquired (unique across processes). */
   readonly worker: number;
+  /** Which of the run's locks (0 when it has one). */
+  readonly lock: number;
   /** When the worker called acquire. */
   readonly waitStart: number;
   /** When acquire resolved. */
@@ -54,7 +56,7 @@ export interface ContendedMeasures {
   /** Acquisitions whose `acquiredAt` fell inside the window. */
   readonly acquisitions: number;
   readonly perSecond: number;
-  /** Release → next acquisition, when the next holder was already waiting at the release (ms). */
+  /** Release → next acquisition of the same lock, when the next holder was already waiting at the release (ms). */
   readonly handoffP50: number;
   readonly handoffP99: number;
   readonly handoffMean: number;
@@ -67,7 +69,7 @@ export interface ContendedMeasures {
   readonly waitMax: number;
   /** Jain's index over the workers' acquisition counts in the window. */
   readonly jain: number;
-  /** Pairs of consecutive holds whose timestamps overlap (must be 0 for a mutex). */
+  /** Pairs of consecutive holds of one lock whose timestamps overlap (must be 0 for a mutex). */
   readonly overlaps: number;
 }
 
@@ -79,8 +81,10 @@ export function measureContended(records: readonly AcquisitionRecord[], workers:
   const holds: number[] = [];
   const handoffs: number[] = [];
   let overlaps = 0;
-  let previous: AcquisitionRecord | undefined;
+  // Each lock's previous acquisition: handoffs and overlaps are between holders of one lock.
+  const previousOf = new Map<number, AcquisitionRecord>();
   for (const record of all) {
+    const previous = previousOf.get(record.lock);
     const inWindow = record.acquiredAt >= from && record.acquiredAt < to;
     if (previous !== undefined && record.acquiredAt < previous.releaseStart) overlaps++;
     if (inWindow) {
@@ -91,7 +95,7 @@ export function measureContended(records: readonly AcquisitionRecord[], workers:
         handoffs.push(record.acquiredAt - previous.releaseStart);
       }
     }
-    previous = record;
+    previousOf.set(record.lock, record);
   }
   const waitsSorted = sorted(waits);
   const seconds = (to - from) / 1000;

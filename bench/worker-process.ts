@@ -1,7 +1,8 @@
 /**
- * A worker in its own OS process (forked by `contended.ts`): opens its own connections for the
- * contender (one per server its lock lives on) and one for the workload, warms up, and on `go` runs
- * the same loop as in-process workers, then reports its records and the commands it sent; on
+ * A worker process (forked by `contended.ts`), running one worker or several: opens its own
+ * connections for the contender (one per server its lock lives on, shared by its workers as in an
+ * application) and one for the workload, warms up, and on `go` runs the same loop as in-process
+ * workers, then reports their records and the commands the process sent; on
  * `close` (once the parent has taken its measurements, so that teardown is not counted) it closes
  * everything and exits.
  */
@@ -15,7 +16,7 @@ installCommandMeter();
 
 let contender: Contender | undefined;
 let data: Redis | undefined;
-let worker = 0;
+let workers: readonly number[] = [];
 
 /** Resolves once the message is handed to the IPC channel (so that disconnecting loses nothing). */
 function send(message: FromWorker): Promise<void> {
@@ -40,10 +41,10 @@ async function shutdown(code: number): Promise<void> {
 
 async function handle(message: ToWorker): Promise<void> {
   if (message.type === 'open') {
-    worker = message.worker;
+    workers = message.workers;
     data = connectData(message.servers.single);
     contender = await openContender(message.spec, message.servers);
-    await warmUp(contender, data, message.key, message.counterKey);
+    await warmUp(contender, data, message.workload);
     await send({ type: 'ready' });
     return;
   }
@@ -53,8 +54,8 @@ async function handle(message: ToWorker): Promise<void> {
   }
   if (contender === undefined || data === undefined) throw new Error('go before open');
   const run = { contender, data, plan: message.plan };
-  const { result: outcome, usage } = await metered(() => runWorker(worker, run.contender, run.data, run.plan));
-  await send({ type: 'result', outcome, usage });
+  const { result: outcomes, usage } = await metered(() => Promise.all(workers.map((worker) => runWorker(worker, run.contender, run.data, run.plan))));
+  await send({ type: 'result', outcomes, usage });
 }
 
 // The parent went away: do not outlive it.

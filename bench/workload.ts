@@ -1,16 +1,35 @@
 /**
  * What one worker does in a contended run, wherever it runs (in the parent or in a child process):
- * acquire, GET+SET read-modify-write of a shared counter, release, think, until the deadline.
+ * acquire a lock (the run's one lock, or one of its many picked at random), GET+SET
+ * read-modify-write of that lock's counter, release, think, until the deadline.
  */
 import { Redis } from 'ioredis';
 import { readCommandMeter, readMessageMeter, readScriptMeter, resetCommandMeter, type CommandCounts } from './command-meter.js';
 import type { Contender, Held } from './contenders.js';
 import { nowMs, type AcquisitionRecord } from './stats.js';
 
-/** Timing of one run, on the shared monotonic clock (see `nowMs`). */
-export interface RunPlan {
+/**
+ * The locks a run's workers contend for: one (`key`, its counter at `counterKey`), or `locks`
+ * distinct ones (`key:i`, each with its own counter `key:i:counter`) picked at random per cycle.
+ */
+export interface Workload {
   readonly key: string;
   readonly counterKey: string;
+  readonly locks: number;
+}
+
+/** Lock `i` of `workload` (0 ≤ i < locks): its key and its counter's. */
+export function lockAt(workload: Workload, i: number): { readonly key: string; readonly counterKey: string } {
+  return workload.locks === 1 ? workload : { key: `${workload.key}:${i}`, counterKey: `${workload.key}:${i}:counter` };
+}
+
+/** Every counter of `workload`. */
+export function counterKeys(workload: Workload): string[] {
+  return Array.from({ length: workload.locks }, (_, i) => lockAt(workload, i).counterKey);
+}
+
+/** Timing of one run, on the shared monotonic clock (see `nowMs`). */
+export interface RunPlan extends Workload {
   /** Workers start together at this instant. */
   readonly startAt: number;
   /** No new acquire call starts after this instant; calls in flight finish (the drain). */
@@ -78,8 +97,9 @@ async function acquireOrGiveUp(contender: Contender, key: string, hardStop: numb
   }
 }
 
-/** One full cycle outside any measurement (loads scripts, opens pub/sub connections lazily made). */
-export async function warmUp(contender: Contender, data: Redis, key: string, counterKey: string): Promise<void> {
+/** One full cycle on the first lock, outside any measurement (loads scripts, opens pub/sub connections lazily made). */
+export async function warmUp(contender: Contender, data: Redis, workload: Workload): Promise<void> {
+  const { key, counterKey } = lockAt(workload, 0);
   const { held } = await acquireOrGiveUp(contender, key, nowMs() + 30_000);
   if (held === null) throw new Error('warm-up could not acquire the lock within 30 s');
   await increment(data, counterKey);
@@ -93,15 +113,17 @@ export async function runWorker(worker: number, contender: Contender, data: Redi
   const delay = plan.startAt - nowMs();
   if (delay > 0) await sleep(delay);
   while (nowMs() < plan.deadline) {
+    const lock = plan.locks === 1 ? 0 : Math.floor(Math.random() * plan.locks);
+    const { key, counterKey } = lockAt(plan, lock);
     const waitStart = nowMs();
-    const attempt = await acquireOrGiveUp(contender, plan.key, plan.hardStop);
+    const attempt = await acquireOrGiveUp(contender, key, plan.hardStop);
     giveUps += attempt.giveUps;
     if (attempt.held === null) return { records, giveUps, stuck: true };
     const acquiredAt = nowMs();
-    await increment(data, plan.counterKey);
+    await increment(data, counterKey);
     const releaseStart = nowMs();
     await attempt.held.release();
-    records.push({ worker, waitStart, acquiredAt, releaseStart });
+    records.push({ worker, lock, waitStart, acquiredAt, releaseStart });
     if (plan.thinkMs > 0) await sleep(plan.thinkMs * (0.5 + Math.random()));
   }
   return { records, giveUps, stuck: false };
