@@ -7,12 +7,12 @@
  * lock lives on: one, or each Redlock master) for commands. The counter always lives on the single
  * server.
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { addCounts, diffCounts, parseCommandStats, totalCount, type CommandCounts } from './command-meter.js';
 import { lockServers, openContender, type ContenderSpec, type Servers } from './contenders.js';
+import { ChildChannel, withTimeout } from './child.js';
 import type { FromWorker, ToWorker } from './messages.js';
 import { measureContended, nowMs, type AcquisitionRecord, type ContendedMeasures } from './stats.js';
 import * as padlockScripts from '../src/scripts/index.js';
@@ -220,59 +220,10 @@ async function openInProcess(spec: ContenderSpec, servers: Servers, options: Con
 const WORKER_SCRIPT = fileURLToPath(new URL('./worker-process.js', import.meta.url));
 
 /** One worker process: its messages as promises. */
-class WorkerProcess {
-  readonly child: ChildProcess;
-  readonly exited: Promise<number | null>;
-  #waiting: ((message: FromWorker) => void) | undefined;
-  #failure: Error | undefined;
-  #failed: ((error: Error) => void) | undefined;
-
+class WorkerProcess extends ChildChannel<ToWorker, FromWorker> {
   constructor() {
-    this.child = fork(WORKER_SCRIPT, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    this.exited = new Promise((resolve) => this.child.once('exit', (code) => resolve(code)));
-    this.child.on('message', (message: FromWorker) => {
-      if (message.type === 'error') this.#fail(new Error(`worker process failed: ${message.message}`));
-      else this.#waiting?.(message);
-    });
-    this.child.once('exit', (code) => this.#fail(new Error(`worker process exited (code ${String(code)}) before replying`)));
+    super(WORKER_SCRIPT);
   }
-
-  #fail(error: Error): void {
-    this.#failure ??= error;
-    this.#failed?.(error);
-  }
-
-  /** Sends `message` and resolves with the next reply. */
-  request(message: ToWorker): Promise<FromWorker> {
-    return new Promise((resolve, reject) => {
-      if (this.#failure !== undefined) {
-        reject(this.#failure);
-        return;
-      }
-      this.#waiting = (reply) => {
-        this.#waiting = undefined;
-        resolve(reply);
-      };
-      this.#failed = reject;
-      this.child.send(message);
-    });
-  }
-
-  /** Waits for the process to exit, killing it past `ms`. */
-  async stop(ms: number): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), ms);
-    await this.exited;
-    clearTimeout(timer);
-  }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /**
@@ -318,7 +269,7 @@ async function openProcesses(spec: ContenderSpec, servers: Servers, workerCount:
       return { outcomes, usage };
     },
     async close() {
-      for (const w of workers) if (w.child.connected) w.child.send({ type: 'close' } satisfies ToWorker);
+      for (const w of workers) w.tell({ type: 'close' });
       await stopAll();
     },
   };
