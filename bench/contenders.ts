@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import Redlock, { ExecutionError as RedlockExecutionError } from 'redlock';
 import { Redlock as SesameRedlock, ExecutionError as SesameExecutionError } from '@sesamecare-oss/redlock';
-import { Mutex as SemaphoreMutex, RedlockMutex as SemaphoreRedlockMutex, TimeoutError as SemaphoreTimeoutError } from 'redis-semaphore';
+import { Mutex as SemaphoreMutex, RedlockMutex as SemaphoreRedlockMutex, TimeoutError as SemaphoreTimeoutError, type LockOptions } from 'redis-semaphore';
 import { IoredisAdapter, LockAcquisitionError, createLock, createRedlock, type Lock as UniversalLock } from 'redlock-universal';
 import { LockTimeoutError, Padlock, type Lockable } from '../src/index.js';
 
@@ -91,6 +91,12 @@ export interface Held {
   release(): Promise<void>;
 }
 
+/** A lease held and renewed by the library itself (its watchdog, `using()`, refresh timer). */
+export interface HeldLease extends Held {
+  /** Whether the library still counts it held (false once it saw a renewal fail). */
+  readonly held: boolean;
+}
+
 /** A library's client in one process: its own connection, shared by that process's workers. */
 export interface Contender {
   /**
@@ -99,6 +105,17 @@ export interface Contender {
    * rejects on anything else. `maxWaitMs` bounds libraries that would otherwise wait forever.
    */
   acquire(key: string, maxWaitMs: number): Promise<Held | null>;
+  /**
+   * Acquires `key` (uncontended) with a lease of `leaseMs` that the library renews by itself until
+   * released, every `renewEveryMs` where the library lets the caller choose (see
+   * {@link renewalCadence}). Absent for the raw baseline, which cannot renew.
+   */
+  readonly hold?: (key: string, leaseMs: number, renewEveryMs: number) => Promise<HeldLease>;
+  /**
+   * Lease renewals the library reported so far (padlock's `extended` events); absent when the
+   * library reports none, where each renewal is one script call (the bench counts those instead).
+   */
+  readonly renewals?: () => number;
   /** Closes what `open` opened. */
   close(): Promise<void>;
 }
@@ -172,14 +189,31 @@ async function openRaw(nodes: Nodes): Promise<Contender> {
 
 function openPadlock(nodes: Nodes, kind: PadlockKind): Contender {
   const padlock = new Padlock({ redis: nodes.topology === 'redlock' ? nodes.clients : nodes.first });
+  let renewals = 0;
+  padlock.on('extended', () => void renewals++);
   const locks = new Map<string, Lockable>();
+  const lockOf = (key: string): Lockable => {
+    let lock = locks.get(key);
+    if (lock === undefined) {
+      lock = PADLOCK_KINDS[kind](padlock, key);
+      locks.set(key, lock);
+    }
+    return lock;
+  };
   return {
+    // The lock object is not kept: what the lease needs of it, the lease holds.
+    async hold(key, leaseMs) {
+      const lease = await PADLOCK_KINDS[kind](padlock, key).acquire({ leaseMs, autoExtend: true });
+      return {
+        release: () => lease.release(),
+        get held() {
+          return lease.isHeld;
+        },
+      };
+    },
+    renewals: () => renewals,
     async acquire(key, maxWaitMs) {
-      let lock = locks.get(key);
-      if (lock === undefined) {
-        lock = PADLOCK_KINDS[kind](padlock, key);
-        locks.set(key, lock);
-      }
+      const lock = lockOf(key);
       try {
         const lease = await lock.acquire({ waitMs: maxWaitMs });
         return { release: () => lease.release() };
@@ -199,6 +233,32 @@ function openPadlock(nodes: Nodes, kind: PadlockKind): Contender {
 interface RedlockLike {
   on(event: 'error', listener: () => void): unknown;
   acquire(keys: string[], durationMs: number, settings?: { retryCount: number }): Promise<{ release(): Promise<unknown> }>;
+  using<T>(keys: string[], durationMs: number, settings: { automaticExtensionThreshold: number }, routine: (signal: AbortSignal) => Promise<T>): Promise<T>;
+}
+
+/**
+ * A lease held by a library's scoped, self-renewing call (`using(routine)`): the routine runs until
+ * released; `held` turns false when the library aborts its signal (a renewal failed).
+ */
+function heldByUsing(using: (routine: (signal: AbortSignal) => Promise<void>) => Promise<unknown>): Promise<HeldLease> {
+  return new Promise((resolve, reject) => {
+    let release = (): void => undefined;
+    const released = new Promise<void>((done) => (release = done));
+    const scope = using(async (signal) => {
+      resolve({
+        async release() {
+          release();
+          await scope.catch(() => undefined);
+        },
+        get held() {
+          return !signal.aborted;
+        },
+      });
+      await released;
+    });
+    // Before the routine ran: the acquisition failed. After: the outcome of a lost lease, seen in `held`.
+    scope.catch(reject);
+  });
 }
 
 /**
@@ -234,6 +294,9 @@ function openRedlockLike(nodes: Nodes, settings: RedlockTuning, redlock: Redlock
         throw error;
       }
     },
+    // `using()` extends when `automaticExtensionThreshold` ms of the lease remain.
+    hold: (key, leaseMs, renewEveryMs) =>
+      heldByUsing((routine) => redlock.using([key], leaseMs, { automaticExtensionThreshold: leaseMs - renewEveryMs }, routine)),
     close: () => nodes.close(),
   };
 }
@@ -248,10 +311,21 @@ function openSesame(nodes: Nodes, settings: RedlockTuning): Contender {
 
 /** redis-semaphore's `Mutex` on one server, its `RedlockMutex` on every master. */
 function openSemaphore(nodes: Nodes, settings: SemaphoreTuning): Contender {
-  const options = { lockTimeout: LEASE_MS, ...settings };
-  const mutexOf = (key: string): SemaphoreMutex | SemaphoreRedlockMutex =>
+  const mutexOf = (key: string, options: LockOptions = { lockTimeout: LEASE_MS, ...settings }): SemaphoreMutex | SemaphoreRedlockMutex =>
     nodes.topology === 'redlock' ? new SemaphoreRedlockMutex([...nodes.clients], key, options) : new SemaphoreMutex(nodes.first, key, options);
   return {
+    // Its refresh timer renews every `refreshInterval` ms; a failed renewal calls `onLockLost`.
+    async hold(key, leaseMs, renewEveryMs) {
+      let lost = false;
+      const mutex = mutexOf(key, { ...settings, lockTimeout: leaseMs, refreshInterval: renewEveryMs, onLockLost: () => void (lost = true) });
+      await mutex.acquire();
+      return {
+        release: () => mutex.release(),
+        get held() {
+          return !lost && mutex.isAcquired;
+        },
+      };
+    },
     async acquire(key) {
       const mutex = mutexOf(key);
       try {
@@ -277,6 +351,11 @@ function openUniversal(nodes: Nodes, settings: UniversalTuning): Contender {
     nodes.topology === 'redlock' ? createRedlock({ adapters, key, ttl: LEASE_MS, ...settings }) : createLock({ adapter, key, ttl: LEASE_MS, ...settings });
   const locks = new Map<string, UniversalLock>();
   return {
+    // `using()` extends when a fifth of the lease remains: the cadence is not the caller's to choose.
+    hold: (key, leaseMs) => {
+      const lock = nodes.topology === 'redlock' ? createRedlock({ adapters, key, ttl: leaseMs, ...settings }) : createLock({ adapter, key, ttl: leaseMs, ...settings });
+      return heldByUsing((routine) => lock.using(routine));
+    },
     async acquire(key) {
       let lock = locks.get(key);
       if (lock === undefined) {
@@ -294,4 +373,27 @@ function openUniversal(nodes: Nodes, settings: UniversalTuning): Contender {
     },
     close: () => nodes.close(),
   };
+}
+
+/**
+ * How often `spec`'s library renews a lease of `leaseMs` held through {@link Contender.hold} when
+ * asked for every `renewEveryMs`, and how that is set: padlock's watchdog renews at a third of the
+ * lease (bringing forward what falls due within half a period, so that one call serves many);
+ * redlock's `using()` and redis-semaphore's `refreshInterval` take the caller's period;
+ * redlock-universal's `using()` renews when a fifth of the lease remains.
+ */
+export function renewalCadence(spec: ContenderSpec, leaseMs: number, renewEveryMs: number): { readonly everyMs: number; readonly how: string } {
+  switch (spec.library) {
+    case 'raw':
+      return { everyMs: Number.NaN, how: 'never (no renewal)' };
+    case 'padlock':
+      return { everyMs: leaseMs / 3, how: 'lease/3 (its watchdog)' };
+    case 'redlock':
+    case 'sesame-redlock':
+      return { everyMs: renewEveryMs, how: `automaticExtensionThreshold ${leaseMs - renewEveryMs}` };
+    case 'redis-semaphore':
+      return { everyMs: renewEveryMs, how: `refreshInterval ${renewEveryMs}` };
+    case 'redlock-universal':
+      return { everyMs: leaseMs * 0.8, how: '0.8 × lease (fixed)' };
+  }
 }

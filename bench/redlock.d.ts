@@ -25,5 +25,6 @@ declare module 'redlock' {
   export default class Redlock extends EventEmitter {
     constructor(clients: Iterable<Redis | Cluster>, settings?: Partial<Settings>);
     acquire(resources: string[], duration: number, settings?: Partial<Settings>): Promise<Lock>;
+    using<T>(resources: string[], duration: number, settings: Partial<Settings>, routine?: (signal: AbortSignal & { error?: Error }) => Promise<T>): Promise<T>;
   }
 }
