@@ -98,6 +98,16 @@ export function parseCommandStats(info: string): CommandCounts {
   return calls;
 }
 
+/** Parses `INFO commandstats` into the microseconds Redis spent in each command (scripts: the whole script). */
+export function parseCommandMicros(info: string): CommandCounts {
+  const micros: CommandCounts = {};
+  for (const line of info.split(/\r?\n/)) {
+    const match = /^cmdstat_([^:]+):calls=\d+,usec=(\d+)/.exec(line);
+    if (match?.[1] !== undefined && match[2] !== undefined) micros[match[1]] = Number(match[2]);
+  }
+  return micros;
+}
+
 /** `after − before`, without zero entries. */
 export function diffCounts(after: CommandCounts, before: CommandCounts): CommandCounts {
   const delta: CommandCounts = {};

@@ -2,7 +2,7 @@
  * Who runs: the raw baseline, padlock's lock kinds, and each peer library at its defaults plus a few
  * retry settings to tune it (the fastest in a short contended run is kept as "tuned"); and the same
  * on a Redlock set of independent masters, where padlock runs its mutex and each peer its Redlock
- * mode.
+ * mode. The scale run's lease holders and waiters are the peers at their defaults with retries unbounded.
  */
 import { readFileSync } from 'node:fs';
 import { padlockKinds, type ContenderSpec } from './contenders.js';
@@ -126,3 +126,16 @@ export function redlockLineup(masters: number): { readonly padlock: ContenderSpe
   const placement: Placement = { topology: 'redlock', masters };
   return { padlock: { ...place(placement, 'padlock mutex'), library: 'padlock', kind: 'mutex' }, peers: peers(placement) };
 }
+
+/**
+ * The scale run's lease holders and waiters: padlock's kinds, and each peer at its defaults but with
+ * no limit on retries (redis-semaphore: an acquire timeout longer than any run), so that a waiting
+ * acquisition lasts as long as the lock is held, as padlock's does, at each library's own pace.
+ */
+export const SCALE_HOLDERS: readonly ContenderSpec[] = [
+  ...PADLOCKS,
+  { label: 'redlock (retryCount ∞)', library: 'redlock', settings: { retryCount: -1 } },
+  { label: '@sesamecare-oss/redlock (retryCount ∞)', library: 'sesame-redlock', settings: { retryCount: -1 } },
+  { label: 'redis-semaphore (acquireTimeout 600 s)', library: 'redis-semaphore', settings: { acquireTimeout: 600_000 } },
+  { label: 'redlock-universal (retryAttempts ∞)', library: 'redlock-universal', settings: { retryAttempts: NO_LIMIT } },
+];

@@ -7,6 +7,7 @@ import type { ContendedResult, Mode } from './contended.js';
 import { median } from './stats.js';
 import type { Topology } from './contenders.js';
 import type { Anatomy, AnatomyRow } from './redlock-anatomy.js';
+import type { LeaseResult } from './scale.js';
 import type { PingResult, UncontendedResult } from './uncontended.js';
 
 /** A Markdown table with padded columns; numeric-looking columns are right-aligned. */
@@ -291,5 +292,101 @@ export function targetsTable(list: readonly Target[]): string {
   return table(
     ['run', 'target', 'measured', 'holds'],
     list.map((t) => [t.topology === 'redlock' ? `Redlock, ${t.mode}` : t.mode, t.target, t.measured, t.holds === null ? 'n/a' : t.holds ? 'yes' : 'NO']),
+  );
+}
+
+/** `value` over the best peer's (`lowest`: the lowest value is best), as "1.23×"; n/a without a peer. */
+function versusBestPeer<T extends { readonly library: string }>(rows: readonly T[], value: (row: T) => number, lowest: boolean): (row: T) => string {
+  const peers = rows.filter((r) => r.library !== 'padlock' && r.library !== 'raw').map(value).filter(Number.isFinite);
+  const best = peers.length === 0 ? Number.NaN : lowest ? Math.min(...peers) : Math.max(...peers);
+  return (row) => ratio(value(row) / best);
+}
+
+/** The many-locks rows: rates, waits, and what Redis did per acquisition and per second. */
+export function scaleContendedTable(results: readonly ContendedResult[]): string {
+  const x = versusBestPeer(results, (r) => r.perSecond, false);
+  return table(
+    ['contender', 'acq/s', '× best peer', 'wait p50 ms', 'wait p99 ms', 'held p50 ms', 'Jain', 'lost', 'cmds sent/acq', 'cmds run/acq', 'redis cmds/s', 'redis CPU ms/acq', 'redis CPU ms/s', 'client CPU ms/acq', 'give-ups'],
+    results.map((r) => [
+      r.label,
+      rate(r.perSecond),
+      x(r),
+      fixed(r.waitP50, 2),
+      fixed(r.waitP99, 1),
+      fixed(r.holdP50, 2),
+      fixed(r.jain, 3),
+      String(r.lostUpdates),
+      fixed(r.sentPerAcquisition, 2),
+      fixed(r.executedPerAcquisition, 2),
+      rate(r.executedPerAcquisition * r.perSecond),
+      fixed(r.redisCpuMsPerAcquisition, 3),
+      fixed(r.redisCpuMsPerAcquisition * r.perSecond, 0),
+      fixed(r.clientCpuMsPerAcquisition, 3),
+      String(r.giveUps),
+    ]),
+  );
+}
+
+/** The held leases' renewals: cadence, round trips, and what they cost Redis and the holder. */
+export function leasesTable(results: readonly LeaseResult[]): string {
+  const cpu = versusBestPeer(results, (r) => r.redisCpuMsPerSecond, true);
+  const perRenewal = versusBestPeer(results, (r) => r.redisCpuMicrosPerRenewal, true);
+  const client = versusBestPeer(results, (r) => r.clientCpuMsPerSecond, true);
+  return table(
+    [
+      'contender',
+      'renews every',
+      'renewals/s',
+      'round trips/s',
+      'leases per round trip',
+      'redis cmds/s',
+      'redis CPU ms/s',
+      '× best peer',
+      'redis CPU µs/renewal',
+      '× best peer',
+      'redis busy per round trip ms',
+      'client CPU ms/s',
+      '× best peer',
+      'taking them s',
+      'lost',
+    ],
+    results.map((r) => [
+      r.label,
+      `${fixed(r.renewEveryMs / 1000, 1)} s: ${r.renewHow}`,
+      rate(r.renewalsPerSecond),
+      rate(r.roundTripsPerSecond),
+      rate(r.leasesPerRoundTrip),
+      rate(r.executedPerSecond),
+      fixed(r.redisCpuMsPerSecond, 1),
+      cpu(r),
+      fixed(r.redisCpuMicrosPerRenewal, 2),
+      perRenewal(r),
+      fixed(r.redisMsPerRoundTrip, 3),
+      fixed(r.clientCpuMsPerSecond, 1),
+      client(r),
+      fixed(r.acquireSeconds, 2),
+      String(r.lost),
+    ]),
+  );
+}
+
+/** The holder's heap per held lease and per waiting acquisition, and what the waiters cost Redis. */
+export function memoryTable(results: readonly LeaseResult[]): string {
+  const lease = versusBestPeer(results, (r) => r.heapPerLease, true);
+  const waiter = versusBestPeer(results, (r) => r.heapPerWaiter, true);
+  const commands = versusBestPeer(results, (r) => r.waitersExecutedPerSecond, true);
+  return table(
+    ['contender', 'heap per lease B', '× best peer', 'heap per waiter B', '× best peer', "waiters' redis cmds/s", '× best peer', "waiters' redis CPU ms/s", 'waits ended'],
+    results.map((r) => [
+      r.label,
+      rate(r.heapPerLease),
+      lease(r),
+      rate(r.heapPerWaiter),
+      waiter(r),
+      rate(r.waitersExecutedPerSecond),
+      commands(r),
+      fixed(r.waitersRedisCpuMsPerSecond, 1),
+      String(r.waitsEnded),
+    ]),
   );
 }

@@ -12,6 +12,10 @@
  *   --no-processes    skip the multi-process runs
  *   --masters N       masters of the Redlock set (default 5, at least 3)
  *   --no-redlock      skip the Redlock runs
+ *   --no-scale        skip the scale rows
+ *   --scale-only      run only the scale rows (peers at their defaults: nothing is tuned)
+ *   --scale-locks N, --scale-workers N, --scale-processes N (0: in-process only), --scale-seconds S,
+ *   --scale-leases N, --scale-waiters N, --scale-lease-ms MS: see bench/README.md
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -21,22 +25,27 @@ import { startRedisServer, type RedisServer } from '../src/devserver/redis-serve
 import { installCommandMeter } from './command-meter.js';
 import { runContended, type ContendedOptions, type ContendedResult, type Mode } from './contended.js';
 import type { ContenderSpec, Servers } from './contenders.js';
-import { PADLOCKS, PEERS, RAW, padlockVersion, redlockLineup, type Peer } from './lineup.js';
+import { PADLOCKS, PEERS, RAW, SCALE_HOLDERS, padlockVersion, redlockLineup, type Peer } from './lineup.js';
 import { redlockAnatomy, type Anatomy } from './redlock-anatomy.js';
 import {
   anatomyTable,
   commandsTable,
   contendedTable,
   fixed,
+  leasesTable,
+  memoryTable,
   rate,
   redlockTargets,
   redlockUncontendedTable,
+  scaleContendedTable,
   table,
   targets,
   targetsTable,
   uncontendedTable,
+  type Target,
 } from './report.js';
-import { measurePing, runUncontended } from './uncontended.js';
+import { runAllLeases, runScaleContended, type LeaseResult, type ScaleFailure, type ScaleOptions } from './scale.js';
+import { measurePing, runUncontended, type PingResult, type UncontendedResult } from './uncontended.js';
 
 installCommandMeter();
 
@@ -51,6 +60,15 @@ const { values: args } = parseArgs({
     'no-processes': { type: 'boolean', default: false },
     masters: { type: 'string', default: '5' },
     'no-redlock': { type: 'boolean', default: false },
+    'no-scale': { type: 'boolean', default: false },
+    'scale-only': { type: 'boolean', default: false },
+    'scale-locks': { type: 'string', default: '1000' },
+    'scale-workers': { type: 'string', default: '64' },
+    'scale-processes': { type: 'string', default: '8' },
+    'scale-seconds': { type: 'string', default: '2.5' },
+    'scale-leases': { type: 'string', default: '10000' },
+    'scale-waiters': { type: 'string', default: '1000' },
+    'scale-lease-ms': { type: 'string', default: '3000' },
   },
 });
 
@@ -71,7 +89,24 @@ const roundMs = positive('round-ms', args['round-ms'], false);
 const withProcesses = !args['no-processes'];
 const masterCount = positive('masters', args.masters, true);
 if (masterCount < 3) throw new Error(`--masters must be at least 3 (a Redlock set needs a majority that survives the loss of one), got ${masterCount}`);
-const withRedlock = !args['no-redlock'];
+const scaleOnly = args['scale-only'];
+if (scaleOnly && args['no-scale']) throw new Error('--scale-only and --no-scale leave nothing to run');
+const withRedlock = !args['no-redlock'] && !scaleOnly;
+const withScale = !args['no-scale'];
+const scaleLeaseMs = positive('scale-lease-ms', args['scale-lease-ms'], true);
+if (scaleLeaseMs < 300) throw new Error(`--scale-lease-ms must be at least 300 (renewals a third of it apart), got ${scaleLeaseMs}`);
+const scale: ScaleOptions = {
+  locks: Math.max(1, positive('scale-locks', args['scale-locks'], true)),
+  workers: Math.max(1, positive('scale-workers', args['scale-workers'], true)),
+  processes: withProcesses ? positive('scale-processes', args['scale-processes'], true) : 0,
+  seconds: positive('scale-seconds', args['scale-seconds'], false),
+  thinkMs,
+  leases: Math.max(1, positive('scale-leases', args['scale-leases'], true)),
+  waiters: Math.max(1, positive('scale-waiters', args['scale-waiters'], true)),
+  leaseMs: scaleLeaseMs,
+  renewEveryMs: Math.round(scaleLeaseMs / 3),
+  windowMs: scaleLeaseMs,
+};
 const modes = withProcesses ? (['in-process', 'processes'] as const) : (['in-process'] as const);
 
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
@@ -148,6 +183,129 @@ function contendedSections(results: Record<Mode, ContendedResult[]>, where: stri
   return out;
 }
 
+/** Everything but the scale rows: uncontended, the sequential ceiling, tuning, contended, Redlock, the targets. */
+interface CoreRuns {
+  readonly uncontended: UncontendedResult[];
+  readonly anatomy: Anatomy | undefined;
+  readonly ceiling: ContendedResult;
+  readonly tuning: Tuning[];
+  readonly results: Record<Mode, ContendedResult[]>;
+  readonly redlockTuning: Tuning[];
+  readonly redlockResults: Record<Mode, ContendedResult[]>;
+  readonly goals: Target[];
+}
+
+async function coreRuns(servers: Servers, ping: PingResult): Promise<CoreRuns> {
+  const contended: ContendedOptions = { workers, seconds, thinkMs };
+  const tuneRun: ContendedOptions = { ...contended, seconds: tuneSeconds };
+  const redlock = withRedlock ? redlockLineup(masterCount) : undefined;
+
+  log('uncontended…');
+  const redlockUncontended = redlock === undefined ? [] : [redlock.padlock, ...redlock.peers.map((p) => p.defaults)];
+  const uncontended = await runUncontended([RAW, ...PADLOCKS, ...PEERS.map((p) => p.defaults), ...redlockUncontended], servers, { rounds, roundMs });
+
+  let anatomy: Anatomy | undefined;
+  if (withRedlock) {
+    log('where a Redlock acquire spends its time…');
+    anatomy = await redlockAnatomy(servers.single, servers.masters, { rounds: Math.max(2, Math.ceil(rounds / 2)), perRound: 200 });
+  }
+
+  log('sequential ceiling…');
+  const ceiling = await runContended(RAW, servers, 'in-process', { workers: 1, seconds: Math.min(seconds, 2), thinkMs: 0 });
+
+  log('tuning the peers…');
+  const tuning = await tune(PEERS, servers, tuneRun);
+  const results = await contend([...PADLOCKS, ...PEERS.map((p) => p.defaults), ...tuning.map((t) => t.chosen)], servers, contended, '');
+
+  let redlockTuning: Tuning[] = [];
+  let redlockResults: Record<Mode, ContendedResult[]> = { 'in-process': [], processes: [] };
+  if (redlock !== undefined) {
+    log(`tuning the peers' Redlock modes on ${masterCount} masters…`);
+    redlockTuning = await tune(redlock.peers, servers, tuneRun);
+    const lineup = [redlock.padlock, ...redlock.peers.map((p) => p.defaults), ...redlockTuning.map((t) => t.chosen)];
+    redlockResults = await contend(lineup, servers, contended, ` on ${masterCount} masters`);
+  }
+
+  const goals = [
+    ...targets(uncontended, results, ping),
+    ...(redlock === undefined ? [] : redlockTargets({ padlockLabel: redlock.padlock.label, uncontended, contended: redlockResults })),
+  ];
+  return { uncontended, anatomy, ceiling, tuning, results, redlockTuning, redlockResults, goals };
+}
+
+function coreSections(core: CoreRuns): string[] {
+  const out: string[] = [];
+  out.push('', '## Uncontended (one client, sequential acquire+release, interleaved rounds)', '', uncontendedTable(core.uncontended));
+  out.push('', `Sequential ceiling (one worker, raw lock + GET+SET, no think time): ${rate(core.ceiling.perSecond)} cycles/s`);
+  out.push(...contendedSections(core.results, ''));
+  out.push('', '## Peer tuning (in-process, ' + `${tuneSeconds} s each; the fastest is the "tuned" row)`, '');
+  out.push(tuningTable(core.tuning));
+  if (withRedlock) {
+    out.push('', `## Redlock on ${masterCount} masters: uncontended (same interleaved rounds as above)`, '', redlockUncontendedTable(core.uncontended));
+    const anatomy = core.anatomy;
+    if (anatomy !== undefined) {
+      out.push('', `Where padlock's uncontended acquire on ${masterCount} masters spends its time (timed call by call; interleaved with the floors below):`, '');
+      out.push(
+        anatomyTable(anatomy),
+        '',
+        `Acquires that needed the fence written back to the majority (a second round): ${fixed(anatomy.secondRoundsPerAcquire * 100, 1)} %; ` +
+          `fence write-backs to masters that granted after the majority, per acquire: ${fixed(anatomy.stragglersPerAcquire, 2)} ` +
+          `(${fixed(anatomy.stragglersOnPathPerAcquire, 2)} sent before the acquire returned, on its path)`,
+      );
+    }
+    out.push(...contendedSections(core.redlockResults, ` on ${masterCount} Redlock masters`));
+    out.push('', `## Redlock peer tuning (in-process on ${masterCount} masters, ${tuneSeconds} s each)`, '', tuningTable(core.redlockTuning));
+  }
+  return out;
+}
+
+/** The scale rows (see `scale.ts`). */
+interface ScaleRuns {
+  /** Which peer settings the many-locks rows use. */
+  readonly peerSettings: 'tuned' | 'defaults';
+  readonly contended: Record<Mode, ContendedResult[]>;
+  readonly leases: LeaseResult[];
+  /** Rows that failed (the bench goes on without them). */
+  readonly failures: ScaleFailure[];
+}
+
+/** The many-locks rows with the peers as this run tuned them (at their defaults when nothing was tuned), then the held leases and waiters. */
+async function scaleRuns(servers: Servers, tuning: readonly Tuning[] | undefined): Promise<ScaleRuns> {
+  const peers = tuning === undefined ? PEERS.map((p) => p.defaults) : tuning.map((t) => t.chosen);
+  const where = scale.processes > 0 ? `in one process, then in ${scale.processes} processes` : 'in one process';
+  log(`scale: ${scale.locks} locks, ${scale.workers} workers, ${where}…`);
+  const failures: ScaleFailure[] = [];
+  const contended = await runScaleContended([...PADLOCKS, ...peers], servers, scale, log, failures);
+  log(`scale: ${scale.leases} leases held (${scale.leaseMs} ms, renewed), ${scale.waiters} waiters…`);
+  const leases = await runAllLeases(SCALE_HOLDERS, servers, scale, log, failures);
+  return { peerSettings: tuning === undefined ? 'defaults' : 'tuned', contended, leases, failures };
+}
+
+function scaleSections(scaled: ScaleRuns): string[] {
+  const out: string[] = [];
+  const peers = scaled.peerSettings === 'tuned' ? 'peers as tuned above' : 'peers at their defaults';
+  const cycle = `${scale.workers} workers picking one of ${scale.locks} locks at random, ~${thinkMs} ms think, GET+SET of that lock's counter inside, ${scale.seconds} s; ${peers}`;
+  out.push('', `## Scale: many locks, one process: ${cycle}`, '', scaleContendedTable(scaled.contended['in-process']), '', commandsTable(scaled.contended['in-process']));
+  if (scaled.contended.processes.length > 0) {
+    const perProcess = Math.ceil(scale.workers / scale.processes);
+    out.push('', `## Scale: many locks, ${scale.processes} OS processes of ${perProcess} workers: ${cycle}`, '', scaleContendedTable(scaled.contended.processes), '', commandsTable(scaled.contended.processes));
+  }
+  out.push(
+    '',
+    `## Scale: ${rate(scale.leases)} leases held by one client, ${fixed(scale.leaseMs / 1000, 1)} s lease renewed by the library, measured for ${fixed(scale.windowMs / 1000, 1)} s`,
+    '',
+    leasesTable(scaled.leases),
+    '',
+    `## Scale: memory of one client (heap after GC) holding ${rate(scale.leases)} leases, then also waiting on ${rate(scale.waiters)} locks held by another client`,
+    '',
+    memoryTable(scaled.leases),
+  );
+  if (scaled.failures.length > 0) {
+    out.push('', '**Scale rows that failed** (left out of the tables above):', '', table(['contender', 'run', 'error'], scaled.failures.map((f) => [f.label, f.run, f.error])));
+  }
+  return out;
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   const starting = [startRedisServer(), ...Array.from({ length: withRedlock ? masterCount : 0 }, () => startRedisServer())];
@@ -160,45 +318,15 @@ async function main(): Promise<void> {
     if (server === undefined) throw new Error('no redis-server started');
     const url = server.url;
     const servers: Servers = { single: url, masters: masters.map((m) => m.url) };
-    const contended: ContendedOptions = { workers, seconds, thinkMs };
-    const tuneRun: ContendedOptions = { ...contended, seconds: tuneSeconds };
     log(`redis-server ${server.url}; ${workers} workers, ${seconds} s per contended run`);
     if (withRedlock) log(`Redlock masters: ${servers.masters.join(', ')}`);
-    const redlock = withRedlock ? redlockLineup(masterCount) : undefined;
 
     const ping = await measurePing(url);
     log(`ping p50 ${fixed(ping.p50, 3)} ms`);
+    const core = scaleOnly ? undefined : await coreRuns(servers, ping);
+    // Last: the lease runs flush the server between libraries.
+    const scaled = withScale ? await scaleRuns(servers, core?.tuning) : undefined;
 
-    log('uncontended…');
-    const redlockUncontended = redlock === undefined ? [] : [redlock.padlock, ...redlock.peers.map((p) => p.defaults)];
-    const uncontended = await runUncontended([RAW, ...PADLOCKS, ...PEERS.map((p) => p.defaults), ...redlockUncontended], servers, { rounds, roundMs });
-
-    let anatomy: Anatomy | undefined;
-    if (withRedlock) {
-      log('where a Redlock acquire spends its time…');
-      anatomy = await redlockAnatomy(servers.single, servers.masters, { rounds: Math.max(2, Math.ceil(rounds / 2)), perRound: 200 });
-    }
-
-    log('sequential ceiling…');
-    const ceiling = await runContended(RAW, servers, 'in-process', { workers: 1, seconds: Math.min(seconds, 2), thinkMs: 0 });
-
-    log('tuning the peers…');
-    const tuning = await tune(PEERS, servers, tuneRun);
-    const results = await contend([...PADLOCKS, ...PEERS.map((p) => p.defaults), ...tuning.map((t) => t.chosen)], servers, contended, '');
-
-    let redlockTuning: Tuning[] = [];
-    let redlockResults: Record<Mode, ContendedResult[]> = { 'in-process': [], processes: [] };
-    if (redlock !== undefined) {
-      log(`tuning the peers' Redlock modes on ${masterCount} masters…`);
-      redlockTuning = await tune(redlock.peers, servers, tuneRun);
-      const lineup = [redlock.padlock, ...redlock.peers.map((p) => p.defaults), ...redlockTuning.map((t) => t.chosen)];
-      redlockResults = await contend(lineup, servers, contended, ` on ${masterCount} masters`);
-    }
-
-    const goals = [
-      ...targets(uncontended, results, ping),
-      ...(redlock === undefined ? [] : redlockTargets({ padlockLabel: redlock.padlock.label, uncontended, contended: redlockResults })),
-    ];
     const info = machine();
     const out: string[] = [];
     out.push(
@@ -207,30 +335,9 @@ async function main(): Promise<void> {
     );
     out.push(`peers: ${PEERS.map((p) => `${p.name}@${p.version}`).join(', ')}`);
     out.push(`ping p50 ${fixed(ping.p50, 3)} ms, p99 ${fixed(ping.p99, 3)} ms (${ping.samples} sequential PINGs, idle server)`);
-    out.push('', '## Uncontended (one client, sequential acquire+release, interleaved rounds)', '', uncontendedTable(uncontended));
-    out.push(
-      '',
-      `Sequential ceiling (one worker, raw lock + GET+SET, no think time): ${rate(ceiling.perSecond)} cycles/s`,
-    );
-    out.push(...contendedSections(results, ''));
-    out.push('', '## Peer tuning (in-process, ' + `${tuneSeconds} s each; the fastest is the "tuned" row)`, '');
-    out.push(tuningTable(tuning));
-    if (redlock !== undefined) {
-      out.push('', `## Redlock on ${masterCount} masters: uncontended (same interleaved rounds as above)`, '', redlockUncontendedTable(uncontended));
-      if (anatomy !== undefined) {
-        out.push('', `Where padlock's uncontended acquire on ${masterCount} masters spends its time (timed call by call; interleaved with the floors below):`, '');
-        out.push(
-          anatomyTable(anatomy),
-          '',
-          `Acquires that needed the fence written back to the majority (a second round): ${fixed(anatomy.secondRoundsPerAcquire * 100, 1)} %; ` +
-          `fence write-backs to masters that granted after the majority, per acquire: ${fixed(anatomy.stragglersPerAcquire, 2)} ` +
-            `(${fixed(anatomy.stragglersOnPathPerAcquire, 2)} sent before the acquire returned, on its path)`,
-        );
-      }
-      out.push(...contendedSections(redlockResults, ` on ${masterCount} Redlock masters`));
-      out.push('', `## Redlock peer tuning (in-process on ${masterCount} masters, ${tuneSeconds} s each)`, '', tuningTable(redlockTuning));
-    }
-    out.push('', '## Targets', '', targetsTable(goals));
+    if (core !== undefined) out.push(...coreSections(core));
+    if (scaled !== undefined) out.push(...scaleSections(scaled));
+    if (core !== undefined) out.push('', '## Targets', '', targetsTable(core.goals));
     out.push('', `total bench time ${fixed((Date.now() - started) / 1000, 0)} s`);
     process.stdout.write(`${out.join('\n')}\n`);
 
@@ -239,23 +346,39 @@ async function main(): Promise<void> {
       machine: info,
       peers: Object.fromEntries(PEERS.map((p) => [p.name, p.version])),
       padlock: padlockVersion(),
-      options: { workers, seconds, tuneSeconds, thinkMs, rounds, roundMs, masters: withRedlock ? masterCount : 0 },
+      options: { workers, seconds, tuneSeconds, thinkMs, rounds, roundMs, masters: withRedlock ? masterCount : 0, scale: withScale ? scale : null, scaleOnly },
       ping,
-      uncontended,
-      sequentialCeiling: { definition: 'one worker, raw lock (SET NX PX + Lua compare-and-delete), GET+SET inside, no think time', cyclesPerSecond: ceiling.perSecond },
-      tuning,
-      contended: results,
+      uncontended: core?.uncontended ?? null,
+      sequentialCeiling:
+        core === undefined
+          ? null
+          : { definition: 'one worker, raw lock (SET NX PX + Lua compare-and-delete), GET+SET inside, no think time', cyclesPerSecond: core.ceiling.perSecond },
+      tuning: core?.tuning ?? null,
+      contended: core?.results ?? null,
       redlock:
-        redlock === undefined
+        core === undefined || !withRedlock
           ? null
           : {
               masters: masterCount,
               definition: `padlock mutex and each peer's Redlock mode on ${masterCount} independent masters; the workload's counter on the single server; its uncontended rows are in "uncontended" (topology "redlock")`,
-              anatomy,
-              tuning: redlockTuning,
-              contended: redlockResults,
+              anatomy: core.anatomy,
+              tuning: core.redlockTuning,
+              contended: core.redlockResults,
             },
-      targets: goals,
+      scale:
+        scaled === undefined
+          ? null
+          : {
+              definition:
+                `contended: ${scale.workers} workers picking one of ${scale.locks} locks at random per cycle (GET+SET of that lock's counter inside), in one process and in ${scale.processes} OS processes, ` +
+                `peers ${scaled.peerSettings}; leases: one client in its own process holding ${scale.leases} leases of ${scale.leaseMs} ms renewed by the library, measured over ${scale.windowMs} ms, ` +
+                `then also waiting on ${scale.waiters} locks another client holds; heap after GC (node --expose-gc)`,
+              peerSettings: scaled.peerSettings,
+              contended: scaled.contended,
+              leases: scaled.leases,
+              failures: scaled.failures,
+            },
+      targets: core?.goals ?? null,
     };
     writeFileSync(new URL('../../bench/results.json', import.meta.url), `${JSON.stringify(json, null, 2)}\n`);
     log('wrote bench/results.json');
