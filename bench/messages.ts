@@ -34,6 +34,8 @@ export type ToHolder =
   | { readonly type: 'heap' }
   /** Start waiting (without awaiting) for `count` locks `key:0…`, held by another client; reply after `settleMs`. */
   | { readonly type: 'wait'; readonly key: string; readonly count: number; readonly settleMs: number }
+  /** Release the held leases (the waiters go on waiting). */
+  | { readonly type: 'release' }
   /** Everything is measured: exit at once (the parent cleans Redis up). */
   | { readonly type: 'close' };
 
@@ -45,4 +47,5 @@ export type FromHolder =
   /** Heap used after GC; leases the library no longer counts held; waits that ended (acquired, gave up or failed). */
   | { readonly type: 'heap'; readonly heapUsed: number; readonly lost: number; readonly waitsEnded: number }
   | { readonly type: 'waiting' }
+  | { readonly type: 'released'; readonly ms: number }
   | { readonly type: 'error'; readonly message: string };

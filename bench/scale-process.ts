@@ -3,8 +3,8 @@
  * `--expose-gc`, so that its heap can be read after a full collection): it opens the library's
  * client, holds N leases that the library renews by itself, reports what the renewals cost this
  * process, and its heap with the leases held and again with M more acquisitions waiting on locks
- * another client holds. Nothing else runs in it, so its heap is the library's (and this small
- * harness's) alone.
+ * another client holds; then releases the leases, so that the waiters alone can be measured.
+ * Nothing else runs in it, so its heap is the library's (and this small harness's) alone.
  */
 import { installCommandMeter } from './command-meter.js';
 import { openContender, type Contender, type HeldLease } from './contenders.js';
@@ -90,6 +90,16 @@ async function handle(message: ToHolder): Promise<void> {
       }
       await sleep(message.settleMs);
       await send({ type: 'waiting' });
+      return;
+    }
+    case 'release': {
+      const started = performance.now();
+      const releasing = leases.splice(0);
+      const releaser = async (): Promise<void> => {
+        for (let lease = releasing.pop(); lease !== undefined; lease = releasing.pop()) await lease.release();
+      };
+      await Promise.all(Array.from({ length: CONCURRENCY }, releaser));
+      await send({ type: 'released', ms: performance.now() - started });
       return;
     }
     case 'close':
