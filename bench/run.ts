@@ -301,7 +301,7 @@ function scaleSections(scaled: ScaleRuns): string[] {
     memoryTable(scaled.leases),
   );
   if (scaled.failures.length > 0) {
-    out.push('', '**Scale rows that failed** (left out of the tables above):', '', table(['contender', 'run', 'error'], scaled.failures.map((f) => [f.label, f.run, f.error])));
+    out.push('', '**Scale rows that failed** (left out of the tables above):', '', table(['contender', 'run', 'error'], scaled.failures.map((f) => [f.label, f.run, f.error.replaceAll('|', '\\|')])));
   }
   return out;
 }
