@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { LockLostError, LockNotHeldError, type Lease } from '../src/index.js';
 import { lockKeys } from '../src/keys.js';
+import { RENEWALS_PER_CALL } from '../src/renewals.js';
 import { commandCalls, connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
 import { readLock } from './harness/lock-state.js';
 
@@ -58,6 +59,26 @@ describe('watchdog', () => {
     assert.equal(await padlock.mutex('wd:fixed:auto').isLocked(), true);
     await assert.rejects(fixed.release(), LockNotHeldError);
     await extended.release();
+  });
+
+  it('renews many holds in calls of at most RENEWALS_PER_CALL, sent together, so no one script keeps Redis busy long', async () => {
+    const padlock = padlockOn(server, { leaseMs: 3_000 });
+    const { topology } = padlock.shared;
+    const runMany = topology.runMany.bind(topology);
+    const rounds: number[][] = [];
+    topology.runMany = (calls) => {
+      rounds.push(calls.map((call) => call.keys.length));
+      return runMany(calls);
+    };
+    const count = RENEWALS_PER_CALL * 2 + 100;
+    const leases = await Promise.all(Array.from({ length: count }, (_, i) => padlock.mutex(`wd:many:${i}`).acquire()));
+    await delay(1_500); // past one renewal (a third of the lease) of every hold
+    const sizes = rounds.flat();
+    assert.ok(sizes.reduce((a, b) => a + b, 0) >= count, `every hold renewed: ${JSON.stringify(rounds)}`);
+    assert.ok(sizes.every((size) => size <= RENEWALS_PER_CALL), `calls of ${sizes.join(', ')} holds`);
+    assert.ok(rounds.some((round) => round.length > 1), 'a round trip carries several calls');
+    assert.ok(leases.every((lease) => lease.isHeld));
+    await Promise.all(leases.map((lease) => lease.release()));
   });
 
   it('stops renewing at release and at close', async () => {

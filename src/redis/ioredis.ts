@@ -74,7 +74,13 @@ export function fromIoredis(value: object): CommandConnection {
     // A Cluster's waiters use sharded pub/sub where the client routes it: each lock's channels live
     // on its slot's shard, so a release is not broadcast to every node. ioredis must be told to
     // route SSUBSCRIBE by slot.
-    openSubscriber: () => (sharded ? shardedSubscriber(client.duplicate([], { shardedSubscribers: true })) : subscriberOf(client.duplicate())),
+    // No ready check on the classic subscriber: its INFO can be sent after a SUBSCRIBE the
+    // connection already took, and fails in subscriber mode ("Can't execute 'info'", seen under load
+    // by the bench; redis/ioredis#2037).
+    openSubscriber: () =>
+      sharded
+        ? shardedSubscriber(client.duplicate([], { shardedSubscribers: true }))
+        : subscriberOf(cluster ? client.duplicate() : client.duplicate({ enableReadyCheck: false })),
     isReplyError,
     isCluster: cluster,
     shardedPubSub: sharded,
