@@ -9,7 +9,7 @@
  * Not exported from the package's entry point: the CLI's `--json` output, built from it, is what is
  * documented (docs/cli.md).
  */
-import { hashTag, lockKeys, scriptKeys, type LockKeys } from './keys.js';
+import { clientIds, hashTag, lockKeys, scriptKeys, type LockKeys } from './keys.js';
 import type { CommandConnection } from './redis/connection.js';
 import { ScriptRunner } from './redis/script-runner.js';
 import { inspectScript, type InspectReply, type QueueReply } from './scripts/index.js';
@@ -46,6 +46,12 @@ export interface HolderState {
   readonly owner: string;
   /** Re-entrant holds it has. */
   readonly holdCount: number;
+  /**
+   * The ids of the clients (Padlocks) holding it: the one it was granted to, then any other that
+   * re-entered it with its owner token. `null` when unknown (more than 8 did, or a client that
+   * records none).
+   */
+  readonly clients: readonly string[] | null;
 }
 
 /** One queued waiter. */
@@ -222,7 +228,7 @@ function lockState(name: string, keys: LockKeys, reply: InspectReply): LockState
     held,
     fence: held ? reply.fence : null,
     leaseMs: held ? ttl(reply.pttl) : null,
-    holders: [...reply.holders].map(([owner, holdCount]) => ({ owner, holdCount })),
+    holders: [...reply.holders].map(([owner, holdCount]) => ({ owner, holdCount, clients: clientIds(reply.clients) ?? null })),
     waiting: Math.max(0, queue.length - dead),
     oldestWaitMs: waited.length > 0 ? Math.max(...waited) : null,
     lastFence: queue.lastFence > 0 ? queue.lastFence : null,
@@ -234,3 +240,4 @@ function lockState(name: string, keys: LockKeys, reply: InspectReply): LockState
     ],
   };
 }
+

@@ -8,8 +8,10 @@ export interface LockKeys {
   /** The lock's name as the caller gave it. */
   readonly name: string;
   /**
-   * String: `<fence>|<owner>|<count>|<log>`. Held while count ≥ 1; once freed, a tombstone (owner
-   * empty, count 0) keeps the last fence and the request log for an hour (see docs/protocol.md).
+   * String: `<fence>|<owner>|<count>|<clients>|<log>`. Held while count ≥ 1, by `owner`, whose
+   * clients (Padlocks: the one it was granted to, and any that re-entered it) are listed, comma-
+   * separated; once freed, a tombstone (owner and clients empty, count 0) keeps the last fence and
+   * the request log for an hour (see docs/protocol.md).
    */
   readonly lock: string;
   /**
@@ -59,4 +61,14 @@ export function scriptKeys(keys: LockKeys): string[] {
  */
 export function waiterChannel(keys: LockKeys, clientId: string): string {
   return `${keys.released}:${clientId}`;
+}
+
+/**
+ * The client ids a hold's clients field lists (comma-separated); `undefined` when they are unknown:
+ * `''` (none recorded) or `'*'` (more re-entered the hold than the field keeps). Such a hold is
+ * never reaped.
+ */
+export function clientIds(clients: string): string[] | undefined {
+  if (clients === '' || clients === '*') return undefined;
+  return clients.split(',');
 }

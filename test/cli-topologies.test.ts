@@ -53,7 +53,7 @@ describe('on a Redis Cluster', () => {
       assert.deepEqual(report.locks.map((l) => l.name), [...names].sort());
       for (const lock of report.locks) {
         const lease = leases[names.indexOf(lock.name)];
-        assert.deepEqual(lock.holders, [{ owner: lease?.owner, holdCount: 1 }]);
+        assert.deepEqual(lock.holders, [{ owner: lease?.owner, holdCount: 1, clients: [padlock.shared.clientId] }]);
         assert.equal(lock.fence, lease?.fence);
       }
     }
@@ -121,7 +121,7 @@ describe('on a Sentinel set', () => {
     assert.equal(report.redis.topology, 'sentinel');
     assert.deepEqual(report.locks.map((l) => [l.name, l.fence]), [['invoice:9', lease.fence]]);
     const { lock } = parsed<InspectReport>(await runBin(['inspect', 'invoice:9', '--json', '--url', url, '--prefix', 'se1']));
-    assert.deepEqual(lock.holders, [{ owner: lease.owner, holdCount: 1 }]);
+    assert.deepEqual(lock.holders, [{ owner: lease.owner, holdCount: 1, clients: [padlock.shared.clientId] }]);
     const text = await runBin(['list', '--url', url, '--prefix', 'se1']);
     assert.match(text.stdout, /^invoice:9 +mutex /m);
     assert.equal(parsed<ReleaseReport>(await runBin(['release', 'invoice:9', '--force', '--yes', '--json', '--url', url, '--prefix', 'se1'])).released, true);

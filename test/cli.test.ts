@@ -86,7 +86,7 @@ describe('padlock list', () => {
     assert.deepEqual(Object.keys(first).sort(), ['fence', 'held', 'holders', 'kind', 'lastFence', 'leaseMs', 'name', 'oldestWaitMs', 'waiting'].sort(), 'the documented fields');
     assert.equal(first.kind, 'mutex');
     assert.equal(first.held, true);
-    assert.deepEqual(first.holders, [{ owner: order.owner, holdCount: 2 }]);
+    assert.deepEqual(first.holders, [{ owner: order.owner, holdCount: 2, clients: [holderSide.shared.clientId] }]);
     assert.equal(first.fence, order.fence);
     assert.ok(first.leaseMs !== null && first.leaseMs > 20_000 && first.leaseMs <= 30_000);
     assert.equal(first.waiting, 1);
@@ -141,7 +141,7 @@ describe('padlock inspect', () => {
 
     const { lock } = await json<InspectReport>('insp1', 'inspect', 'job:{a}');
     assert.equal(lock.name, 'job:{a}');
-    assert.deepEqual(lock.holders, [{ owner: lease.owner, holdCount: 1 }]);
+    assert.deepEqual(lock.holders, [{ owner: lease.owner, holdCount: 1, clients: [holderSide.shared.clientId] }]);
     assert.equal(lock.fence, lease.fence);
     assert.equal(lock.lastFence, lease.fence);
     assert.equal(lock.waiting, 1);
@@ -200,7 +200,7 @@ describe('padlock release --force', () => {
     const report = await json<ReleaseReport>('rel1', 'release', 'stuck', '--force', '--yes');
     assert.equal(report.released, true);
     assert.equal(report.before.fence, next.fence);
-    assert.deepEqual(report.before.holders, [{ owner: next.owner, holdCount: 1 }]);
+    assert.deepEqual(report.before.holders, [{ owner: next.owner, holdCount: 1, clients: [waiterSide.shared.clientId] }]);
     const again = await json<ReleaseReport>('rel1', 'release', 'stuck', '--force', '--yes');
     assert.equal(again.released, false);
     assert.equal(again.before.held, false);

@@ -59,7 +59,7 @@ describe('debug log (NODE_DEBUG=padlock)', () => {
 
   it("shows an inspect reply's holders as a count, not their tokens", () => {
     const owner = 'f'.repeat(32);
-    const text = describeReply(inspectScript, [7, 1200, [owner, 2]]);
+    const text = describeReply(inspectScript, [7, 1200, [owner, 2, 'c0ffee0123456789']]);
     assert.equal(text, 'fence=7 pttl=1200 holders=1');
   });
 });

@@ -78,7 +78,7 @@ describe('LockReader', () => {
       const state = await reader.read('order:1');
       assert.equal(state.held, true);
       assert.equal(state.kind, 'mutex');
-      assert.deepEqual(state.holders, [{ owner: inner.owner, holdCount: 2 }]);
+      assert.deepEqual(state.holders, [{ owner: inner.owner, holdCount: 2, clients: [padlock.shared.clientId] }]);
       assert.equal(state.fence, inner.fence);
       assert.equal(state.lastFence, inner.fence);
       assert.ok(state.leaseMs !== null && state.leaseMs > 15_000 && state.leaseMs <= 20_000, `lease ${state.leaseMs}`);

@@ -119,7 +119,7 @@ describe('Redlock over 5 masters', () => {
     const name = 'rl:fence-ahead';
     // As left on this master by a hold (its tombstone) whose fence came from a client whose clock ran ahead.
     const ahead = Math.floor(Date.now() * 1000) + 1e12;
-    await admins[0]!.set(lockKeys('padlock', name).lock, `${ahead}||0| `, 'PX', 60_000);
+    await admins[0]!.set(lockKeys('padlock', name).lock, `${ahead}||0|| `, 'PX', 60_000);
     const first = await frozen([3, 4], () => padlock.mutex(name).acquire());
     assert.equal(first.fence, ahead + 1, 'the greatest fence of the majority {1,2,3}');
     await first.release();

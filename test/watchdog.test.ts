@@ -141,7 +141,7 @@ describe('watchdog', () => {
     const padlock = padlockOn(server, { leaseMs: 300 });
     const lease = await padlock.mutex('wd:layout').acquire();
     const keys = lockKeys('padlock', 'wd:layout');
-    assert.deepEqual(await readLock(admin, keys.lock), { fence: lease.fence, owner: lease.owner, count: 1, log: ' ' });
+    assert.deepEqual(await readLock(admin, keys.lock), { fence: lease.fence, owner: lease.owner, count: 1, clients: padlock.shared.clientId, log: ' ' });
     await delay(400);
     assert.ok((await admin.pttl(keys.lock)) > 0);
     await lease.release();

@@ -40,7 +40,7 @@ export class MutexProtocol {
   constructor(
     readonly keys: LockKeys,
     readonly kind: MutexKind,
-    /** The Padlock's id: its waiters' channel carries it. */
+    /** The Padlock's id: its waiters' channel carries it, and the holds it takes record it. */
     readonly clientId: string,
     /** Whether the lock's channels are sharded (SPUBLISH/SSUBSCRIBE: a Cluster) or classic. */
     readonly sharded = false,
@@ -48,7 +48,7 @@ export class MutexProtocol {
 
   /** The command the scripts publish with. */
   get #publish(): 'SPUBLISH' | 'PUBLISH' {
-    return this.sharded ? 'SPUBLISH' : 'PUBLISH';
+    return publishCommand(this.sharded);
   }
 
   /** The channel on which this Padlock's waiters of this lock are woken or handed the lock. */
@@ -74,15 +74,15 @@ export class MutexProtocol {
     // The owner is fresh: releasing one hold of it where nothing was granted changes nothing.
     const undoUnanswered = this.release(owner, 1, true);
     const proposing = (proposed: number): ScriptCall<AcquireReply> => this.#attempt(owner, leaseMs, mode, heartbeatMs, ticket, proposed);
-    if (mode === 'try') return { script: acquireScript, keys, args: [owner, leaseMs, this.kind, fence], lock, grants, undoUnanswered, proposing };
+    if (mode === 'try') return { script: acquireScript, keys, args: [owner, leaseMs, this.kind, fence, this.clientId], lock, grants, undoUnanswered, proposing };
     const allowance = heartbeatMs * HEARTBEATS_ALLOWED;
     const args = [owner, leaseMs, this.kind, this.clientId, allowance, mode === 'queue' ? 'tail' : 'head', fence, fence > 0 ? ticket : 0];
     return { script: enqueueScript, keys, args, lock, grants, undoUnanswered, proposing };
   }
 
-  /** Adds one hold for an `owner` that holds the lock (`not-held` otherwise); never shortens the lease. */
+  /** Adds one hold for an `owner` that holds the lock (`not-held` otherwise), and this client to its clients; never shortens the lease. */
   reenter(owner: string, leaseMs: number): ScriptCall<AcquireReply> {
-    return { script: reenterScript, keys: [this.keys.lock], args: [owner, leaseMs, newRequestId()], lock: this.keys.name, grants: this.#grants(owner) };
+    return { script: reenterScript, keys: [this.keys.lock], args: [owner, leaseMs, newRequestId(), this.clientId], lock: this.keys.name, grants: this.#grants(owner) };
   }
 
   /** An acquire reply grants one hold of `owner`, which a release of one gives back. */
@@ -125,4 +125,9 @@ export class MutexProtocol {
       grants: () => ({ undo: undefined }),
     };
   }
+}
+
+/** The command the scripts publish with: sharded on a Cluster. */
+function publishCommand(sharded: boolean): 'SPUBLISH' | 'PUBLISH' {
+  return sharded ? 'SPUBLISH' : 'PUBLISH';
 }

@@ -2,8 +2,8 @@
 -- whose heartbeat ran out; that waiter leaves the queue. `state` is the lock's (nil: no key).
 -- A fair waiter is handed the lock: next fence, first lease capped at its heartbeat allowance (so
 -- a waiter that died just before its turn blocks the queue no longer than that; the live one
--- lengthens it within a third of it), and "owner fence pttl" published on its client's channel;
--- returns true.
+-- lengthens it within a third of it), its client recorded as the holder's, and "owner fence pttl"
+-- published on its client's channel; returns true.
 -- A mutex waiter is only woken ("owner wake"): the lock stays free, anyone may take it (the woken
 -- waiter, beaten to it, rejoins at the head with enqueue.lua's 'head'); false. So is no waiter.
 -- `publish` is 'SPUBLISH' on a Cluster (the message stays on the slot's shard), else 'PUBLISH'.
@@ -24,7 +24,7 @@ local function hand_off(lock, state, queue, waiters, channel, publish)
       end
       local fence = next_fence(state, nil)
       local pttl = math.min(waiter.lease, waiter.allowance)
-      write_lock(lock, {fence = fence, owner = waiter.owner, count = 1, log = state and state.log or ' '}, pttl)
+      write_lock(lock, {fence = fence, owner = waiter.owner, count = 1, clients = waiter.client, log = state and state.log or ' '}, pttl)
       redis.call(publish, channel .. ':' .. waiter.client, waiter.owner .. ' ' .. fence .. ' ' .. pttl)
       return true
     end

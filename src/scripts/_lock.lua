@@ -1,11 +1,15 @@
--- A mutex-family lock is one string key: "<fence>|<owner>|<count>|<log>". Held while count >= 1
--- (owner holds it count times); freed, it keeps its last fence and request log as a tombstone
--- (owner '' and count 0) for FENCE_RETENTION_MS, so the next fence exceeds it and a resent
--- release is recognised. The log is " id id … " (newest first, LOG_ENTRIES at most).
+-- A mutex-family lock is one string key: "<fence>|<owner>|<count>|<clients>|<log>". Held while
+-- count >= 1 (owner holds it count times); freed, it keeps its last fence and request log as a
+-- tombstone (owner '', count 0, clients '') for FENCE_RETENTION_MS, so the next fence exceeds it
+-- and a resent release is recognised. The log is " id id … " (newest first, LOG_ENTRIES at most).
+-- clients: the ids of the clients (Padlocks) holding it, comma-separated: the one it was granted
+-- to, then any other that re-entered the hold with its owner's token; '*' once more than
+-- MAX_CLIENTS did (unknown).
 -- A fence is kept as its decimal text: a µs count since 1970 (about 1.8e15) is exact in a Lua
 -- number and in JavaScript, but Lua's own number-to-text conversion would round it.
 local FENCE_RETENTION_MS = 3600000
 local LOG_ENTRIES = 16
+local MAX_CLIENTS = 8
 
 -- The lock's state, or nil when the key is missing.
 local function read_lock(key)
@@ -13,16 +17,16 @@ local function read_lock(key)
   if not value then
     return nil
   end
-  local fence, owner, count, log = string.match(value, '^(%d+)|([^|]*)|(%d+)|(.*)$')
+  local fence, owner, count, clients, log = string.match(value, '^(%d+)|([^|]*)|(%d+)|([^|]*)|(.*)$')
   if not fence then
     error({err = 'WRONGTYPE the lock key ' .. key .. ' holds a value padlock did not write'})
   end
-  return {fence = fence, owner = owner, count = tonumber(count), log = log}
+  return {fence = fence, owner = owner, count = tonumber(count), clients = clients, log = log}
 end
 
 -- Writes `state` with a lease of `ms` (nil: the key keeps its expiry).
 local function write_lock(key, state, ms)
-  local value = state.fence .. '|' .. state.owner .. '|' .. state.count .. '|' .. state.log
+  local value = state.fence .. '|' .. state.owner .. '|' .. state.count .. '|' .. state.clients .. '|' .. state.log
   if ms then
     redis.call('SET', key, value, 'PX', ms)
   else
@@ -59,5 +63,22 @@ end
 local function tombstone(key, state)
   state.owner = ''
   state.count = 0
+  state.clients = ''
   write_lock(key, state, FENCE_RETENTION_MS)
+end
+
+-- The clients field with `client` added (a re-entry by another client): unchanged when it is there
+-- already, '*' (unknown) beyond MAX_CLIENTS.
+local function with_client(clients, client)
+  if clients == '*' or string.find(',' .. clients .. ',', ',' .. client .. ',', 1, true) then
+    return clients
+  end
+  if clients == '' then
+    return client
+  end
+  local _, commas = string.gsub(clients, ',', ',')
+  if commas + 1 >= MAX_CLIENTS then
+    return '*'
+  end
+  return clients .. ',' .. client
 end

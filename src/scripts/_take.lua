@@ -1,17 +1,17 @@
--- Takes the lock for a fresh owner if it may: returns {1, fence, holdCount, pttl}, or nil when the
--- owner must wait. An owner found holding already is a resend, or a fair waiter claiming a handoff
+-- Takes the lock for a fresh owner of client `client` if it may: returns {1, fence, holdCount,
+-- pttl}, or nil and the lock's state (nil: no key) when the owner must wait. An owner found holding already is a resend, or a fair waiter claiming a handoff
 -- whose message it missed: its state is returned, the lease lengthened to `lease`. A 'fair' owner
 -- takes a free lock only when no live waiter is queued ahead of it (dead ones at the head are
 -- dropped on the way, so a crashed waiter never blocks a free lock); a 'mutex' owner takes a free
 -- lock whoever is queued (barging). A fresh hold gets the next fence (`proposed`: see next_fence)
--- and exactly its lease; the owner leaves the queue if it was in it.
-local function take(lock, queue, waiters, owner, lease, kind, proposed)
+-- and exactly its lease, and records its client; the owner leaves the queue if it was in it.
+local function take(lock, queue, waiters, owner, lease, kind, proposed, client)
   local state = read_lock(lock)
   if state and state.count > 0 then
     if state.owner == owner then
       return {1, tonumber(state.fence), state.count, lengthen(lock, lease)}
     end
-    return nil
+    return nil, state
   end
   if kind == 'fair' then
     local now
@@ -26,7 +26,7 @@ local function take(lock, queue, waiters, owner, lease, kind, proposed)
       end
       now = now or server_now()
       if waiter.expiry >= now then
-        return nil
+        return nil, state
       end
       redis.call('LPOP', queue)
       redis.call('HDEL', waiters, waiter.owner)
@@ -34,6 +34,17 @@ local function take(lock, queue, waiters, owner, lease, kind, proposed)
   end
   drop_waiter(queue, waiters, owner)
   local fence = next_fence(state, proposed)
-  write_lock(lock, {fence = fence, owner = owner, count = 1, log = state and state.log or ' '}, lease)
+  write_lock(lock, {fence = fence, owner = owner, count = 1, clients = client, log = state and state.log or ' '}, lease)
   return {1, tonumber(fence), 1, lease}
+end
+
+-- The reply to an owner that must wait: {0, pttl, holder, clients}, where pttl is the lock key's
+-- PTTL (the holder's remaining lease, which bounds the waiter's fallback timer), holder and clients
+-- the current hold's owner and clients fields ('' and '' when nobody holds it: a fair lock that is
+-- free with a live waiter ahead), so that a waiter knows whom it waits for.
+local function busy(lock, state)
+  if state and state.count > 0 then
+    return {0, redis.call('PTTL', lock), state.owner, state.clients}
+  end
+  return {0, redis.call('PTTL', lock), '', ''}
 end

@@ -4,7 +4,7 @@
   between the two.
   KEYS[1] lock   KEYS[2] queue list   KEYS[3] waiters hash
   ARGV[1] owner token  ARGV[2] lease ms  ARGV[3] kind: 'mutex' or 'fair'
-  ARGV[4] client id (its channel gets the wake-up or handoff)
+  ARGV[4] client id (its channel gets the wake-up or handoff; recorded as the holder's when granted)
   ARGV[5] heartbeat allowance ms (the caller's heartbeat interval × 3: a queued waiter not heard
           from for that long is taken for dead and skipped)
   ARGV[6] where a new entry goes: 'tail', or 'head' (a woken mutex waiter that someone else beat to
@@ -14,11 +14,11 @@
           a ticket joins in ticket order (its entry's 'since'), whatever ARGV[6] says, so that every
           master orders the same waiters alike and their releases wake the same one
   Returns {1, fence, holdCount, pttl} when ARGV[1] holds the lock now (a fair waiter handed the
-  lock claims it here, lengthened to its lease); {0, pttl} when it waits (queued; pttl as in
-  acquire.lua).
+  lock claims it here, lengthened to its lease); {0, pttl, holder, clients} when it waits (queued;
+  as in acquire.lua).
 ]]
 local lock, queue, waiters, owner = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
-local taken = take(lock, queue, waiters, owner, tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[7]))
+local taken, state = take(lock, queue, waiters, owner, tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[7]), ARGV[4])
 if taken then
   return taken
 end
@@ -44,7 +44,7 @@ if redis.call('HSETNX', waiters, owner, entry) == 1 then
     redis.call('PEXPIRE', queue, keep)
     redis.call('PEXPIRE', waiters, keep)
   end
-  return {0, redis.call('PTTL', lock)}
+  return busy(lock, state)
 end
 -- Queued already (a heartbeat, or a resent call): its entry gets the new expiry, in place.
 local old = redis.call('HGET', waiters, owner)
@@ -60,4 +60,4 @@ if redis.call('PTTL', queue) < allowance * 2 then
   redis.call('PEXPIRE', queue, keep)
   redis.call('PEXPIRE', waiters, keep)
 end
-return {0, redis.call('PTTL', lock)}
+return busy(lock, state)

@@ -5,8 +5,18 @@ import { luaSources } from './embedded.js';
 /** Outcome of an acquire attempt. */
 export type AcquireReply =
   | { readonly status: 'acquired'; readonly fence: number; readonly holdCount: number; readonly pttl: number }
-  | { readonly status: 'busy'; readonly pttl: number }
+  | { readonly status: 'busy'; readonly pttl: number; readonly holder?: HolderReply | undefined }
   | { readonly status: 'not-held' };
+
+/**
+ * Who holds a lock, as a refused attempt (acquire.lua, enqueue.lua) reads it: its owner and the
+ * clients holding it. Owner tokens stay inside padlock (the debug log never prints them).
+ */
+export interface HolderReply {
+  readonly owner: string;
+  /** The hold's clients field: client ids, comma-separated; `'*'` unknown (too many), `''` none recorded. */
+  readonly clients: string;
+}
 
 /** Outcome of a release. */
 export type ReleaseReply = { readonly status: 'released'; readonly remaining: number } | { readonly status: 'not-held' };
@@ -19,6 +29,8 @@ export interface InspectReply {
   readonly pttl: number;
   /** Owner token → hold count. */
   readonly holders: ReadonlyMap<string, number>;
+  /** The hold's clients field (client ids, comma-separated; `'*'` unknown, too many); `''` when free. */
+  readonly clients: string;
   /** The queue, when the call passed the queue's keys (see inspect.lua). */
   readonly queue?: QueueReply;
 }
@@ -68,15 +80,22 @@ function at(values: readonly number[], index: number, script: string): number {
   return value === undefined ? fail(script, values) : value;
 }
 
-/** Reads `{1, fence, holdCount, pttl}` / `{0, pttl}` / `{-1}`: the reply of acquire.lua, enqueue.lua and reenter.lua. */
+/**
+ * Reads `{1, fence, holdCount, pttl}` / `{0, pttl, holder, clients}` / `{-1}`: the reply of
+ * acquire.lua, enqueue.lua and reenter.lua.
+ */
 function acquireReply(script: string) {
   return (reply: unknown): AcquireReply => {
+    if (!Array.isArray(reply)) fail(script, reply);
+    if (reply[0] === 0) {
+      const [, pttl, owner, clients] = reply as unknown[];
+      if (reply.length !== 4 || !Number.isInteger(pttl) || typeof owner !== 'string' || typeof clients !== 'string') fail(script, reply);
+      return { status: 'busy', pttl: pttl as number, holder: owner === '' ? undefined : { owner, clients } };
+    }
     const r = integers(script, reply);
     switch (r[0]) {
       case 1:
         return { status: 'acquired', fence: at(r, 1, script), holdCount: at(r, 2, script), pttl: at(r, 3, script) };
-      case 0:
-        return { status: 'busy', pttl: at(r, 1, script) };
       case -1:
         return { status: 'not-held' };
       default:
@@ -115,12 +134,14 @@ export const inspectScript = defineScript('inspect.lua', luaSources.inspect, (re
   const [fence, pttl, hold, ...queue] = reply as unknown[];
   if (!Number.isInteger(fence) || !Number.isInteger(pttl) || !Array.isArray(hold)) fail('inspect.lua', reply);
   const holders = new Map<string, number>();
+  let clients = '';
   if (hold.length > 0) {
-    const [owner, count] = hold as unknown[];
-    if (hold.length !== 2 || typeof owner !== 'string' || !Number.isInteger(count)) fail('inspect.lua', reply);
+    const [owner, count, holdClients] = hold as unknown[];
+    if (hold.length !== 3 || typeof owner !== 'string' || !Number.isInteger(count) || typeof holdClients !== 'string') fail('inspect.lua', reply);
     holders.set(owner, count as number);
+    clients = holdClients;
   }
-  const state = { fence: fence as number, pttl: pttl as number, holders };
+  const state = { fence: fence as number, pttl: pttl as number, holders, clients };
   return queue.length === 0 ? state : { ...state, queue: queueReply(queue, reply) };
 });
 
@@ -150,3 +171,4 @@ export const raiseFenceScript = defineScript('raise-fence.lua', luaSources.raise
   if (reply !== 0 && reply !== 1) fail('raise-fence.lua', reply);
   return reply === 1;
 });
+

@@ -3,7 +3,8 @@
   KEYS[1] lock   KEYS[2] queue list   KEYS[3] waiters hash
           (KEYS[2] and KEYS[3] may be left out: then only the hold is read)
   ARGV[1] how many queued waiters to describe, from the queue's head (default 0)
-  Returns {fence, pttl, {owner, count}} while held; {0, pttl, {}} when free. pttl is the lock key's
+  Returns {fence, pttl, {owner, count, clients}} while held (clients: the hold's clients field, see
+  _lock.lua); {0, pttl, {}} when free. pttl is the lock key's
   PTTL: -2 when absent, the tombstone's when freed.
   With the three keys, followed by: now (ms on the server's clock), the last fence (the lock key's,
   held or a tombstone's; 0 when absent), the queue's length and PTTL, the waiters hash's PTTL, and
@@ -12,7 +13,7 @@
 ]]
 local state = read_lock(KEYS[1])
 local held = state and state.count > 0
-local result = {held and tonumber(state.fence) or 0, redis.call('PTTL', KEYS[1]), held and {state.owner, state.count} or {}}
+local result = {held and tonumber(state.fence) or 0, redis.call('PTTL', KEYS[1]), held and {state.owner, state.count, state.clients} or {}}
 if #KEYS < 3 then
   return result
 end

@@ -29,6 +29,7 @@ import {
   releaseScript,
   renewScript,
   type AcquireReply,
+  type HolderReply,
   type InspectReply,
   type ReleaseReply,
 } from '../scripts/index.js';
@@ -219,7 +220,7 @@ export class Redlock implements Topology {
     const busy = answers.flatMap((a) => (a.ok && a.value.status === 'busy' ? [a.value.pttl] : []));
     if (answers.filter((a) => a.ok && a.value.status === 'not-held').length >= this.quorum) return { status: 'not-held' };
     // Held by another: sleep until its lease ends (the majority's longest), or a wake-up.
-    if (busy.length >= this.quorum) return { status: 'busy', pttl: Math.max(...busy) };
+    if (busy.length >= this.quorum) return { status: 'busy', pttl: Math.max(...busy), holder: holderOf(answers) };
     // A split vote (or a majority come too late): back off a random moment, so contenders part.
     return { status: 'busy', pttl: randomInt(5, 50) };
   }
@@ -279,8 +280,9 @@ export class Redlock implements Topology {
     const held = replies.filter((r) => r.fence > 0);
     const fence = agreed(held.map((r) => r.fence));
     const majority = held.find((r) => r.fence === fence);
-    return held.length >= this.quorum && majority !== undefined ? majority : { fence: 0, pttl: -2, holders: new Map() };
+    return held.length >= this.quorum && majority !== undefined ? majority : { fence: 0, pttl: -2, holders: new Map(), clients: '' };
   }
+
 
   #noQuorum(lock: string | undefined, why: string, answers: readonly Answer<unknown>[]): QuorumError {
     const nodes: NodeOutcome[] = answers.map((a) =>
@@ -288,6 +290,20 @@ export class Redlock implements Topology {
     );
     return new QuorumError(lock ?? '', `${why} (${this.quorum} of ${answers.length} needed): ${nodes.map((n) => `${n.node} ${n.outcome}`).join(', ')}`, nodes);
   }
+}
+
+/** The holder a majority of the answers name, if any (to check its liveness). */
+function holderOf(answers: readonly Answer<AcquireReply>[]): HolderReply | undefined {
+  const named = answers.flatMap((a) => (a.ok && a.value.status === 'busy' && a.value.holder !== undefined ? [a.value.holder] : []));
+  const counts = new Map<string, number>();
+  for (const h of named) counts.set(`${h.owner}|${h.clients}`, (counts.get(`${h.owner}|${h.clients}`) ?? 0) + 1);
+  let best: HolderReply | undefined;
+  let bestCount = 0;
+  for (const h of named) {
+    const n = counts.get(`${h.owner}|${h.clients}`) ?? 0;
+    if (n > bestCount) [best, bestCount] = [h, n];
+  }
+  return best;
 }
 
 function outcomeOf(reply: unknown): 'acquired' | 'held' {

@@ -1,6 +1,6 @@
 /**
  * Reads a mutex-family lock as docs/protocol.md lays it out (one string key:
- * `<fence>|<owner>|<count>|<log>`), for tests that check what Redis holds.
+ * `<fence>|<owner>|<count>|<clients>|<log>`), for tests that check what Redis holds.
  */
 /** The reads these need, of any client (a Redis, a Cluster). */
 interface Reader {
@@ -8,20 +8,25 @@ interface Reader {
   lrange(key: string, start: number, stop: number): Promise<string[]>;
 }
 
-/** What a lock key holds: the hold (owner empty and count 0 once freed: a tombstone), the last fence, the request log. */
+/**
+ * What a lock key holds: the hold (owner and clients empty, count 0 once freed: a tombstone), its
+ * clients (the ids of the Padlocks holding it, comma-separated; `*` unknown), the last fence, the
+ * request log.
+ */
 export interface LockState {
   readonly fence: number;
   readonly owner: string;
   readonly count: number;
+  readonly clients: string;
   readonly log: string;
 }
 
 /** Parses a lock key's value; `undefined` when the key is missing. */
 export function parseLock(value: string | null): LockState | undefined {
   if (value === null) return undefined;
-  const match = /^(\d+)\|([^|]*)\|(\d+)\|(.*)$/s.exec(value);
+  const match = /^(\d+)\|([^|]*)\|(\d+)\|([^|]*)\|(.*)$/s.exec(value);
   if (match === null) throw new Error(`not a padlock lock value: ${value}`);
-  return { fence: Number(match[1]), owner: match[2] ?? '', count: Number(match[3]), log: match[4] ?? '' };
+  return { fence: Number(match[1]), owner: match[2] ?? '', count: Number(match[3]), clients: match[4] ?? '', log: match[5] ?? '' };
 }
 
 /** The lock at `key` as `client` sees it. */
