@@ -1,6 +1,7 @@
 /**
- * Locks as an operator sees them (the `padlock` CLI's `list`, `inspect` and `watch`): finding lock
- * names with `SCAN` and reading each lock's holds, fence and queue with inspect.lua, in one call.
+ * Locks as an operator sees them (the `padlock` CLI's `list`, `inspect`, `watch` and `reap`): finding
+ * lock names with `SCAN`, reading each lock's holds, fence and queue with inspect.lua, in one call,
+ * and reaping the holds of dead clients (reaping.ts).
  *
  * Outside the scripts, this is the one module that knows how a lock's state is laid out in Redis
  * (which keys a lock has, what a queued waiter's entry holds): a change of that layout changes
@@ -9,10 +10,13 @@
  * Not exported from the package's entry point: the CLI's `--json` output, built from it, is what is
  * documented (docs/cli.md).
  */
-import { clientIds, hashTag, lockKeys, scriptKeys, type LockKeys } from './keys.js';
+import { clientIds, hashTag, livenessKey, lockKeys, scriptKeys, type LockKeys } from './keys.js';
 import type { CommandConnection } from './redis/connection.js';
 import { ScriptRunner } from './redis/script-runner.js';
 import { inspectScript, type InspectReply, type QueueReply } from './scripts/index.js';
+import { clientsAliveCall } from './liveness.js';
+import { reapIfDead, type ReapOutcome } from './reaping.js';
+import { SingleServer } from './topology/single-server.js';
 
 /** A lock's state at one moment, as one script read it. Times in ms; fields are the CLI's `--json` ones. */
 export interface LockState {
@@ -49,7 +53,7 @@ export interface HolderState {
   /**
    * The ids of the clients (Padlocks) holding it: the one it was granted to, then any other that
    * re-entered it with its owner token. `null` when unknown (more than 8 did, or a client that
-   * records none).
+   * records none): such a hold is never reaped.
    */
   readonly clients: readonly string[] | null;
 }
@@ -241,3 +245,45 @@ function lockState(name: string, keys: LockKeys, reply: InspectReply): LockState
   };
 }
 
+/** Whether a lock's holder is dead: every client holding it let its liveness key run out. */
+export type HolderLiveness = 'dead' | 'alive' | 'unknown';
+
+/**
+ * Reaps dead holders over one connection (a single server, a Sentinel-managed primary or a Cluster):
+ * the `padlock reap` side of src/reaping.ts.
+ */
+export class LockReaper {
+  readonly #topology: SingleServer;
+  readonly #prefix: string;
+
+  /**
+   * @param connection the client's connection (`fromIoredis(client)`)
+   * @param prefix the Padlock key prefix the locks live under
+   * @param replyTimeoutMs how long each call may wait for its reply
+   */
+  constructor(connection: CommandConnection, prefix: string, replyTimeoutMs = 5_000) {
+    this.#topology = new SingleServer(connection, replyTimeoutMs);
+    this.#prefix = prefix;
+  }
+
+  /** Whether the holder of `state` is dead, without changing anything (`unknown`: free, or its clients unknown). */
+  async holderLiveness(state: LockState): Promise<HolderLiveness> {
+    const holder = state.holders[0];
+    if (!state.held || holder === undefined || holder.clients === null) return 'unknown';
+    const alive = await Promise.all(holder.clients.map((id) => this.#topology.run(clientsAliveCall([livenessKey(this.#prefix, id)]))));
+    return alive.some((n) => n > 0) ? 'alive' : 'dead';
+  }
+
+  /**
+   * Frees the lock `state` describes if the same holder still holds it and its clients are all dead
+   * (atomically on one server; on a Cluster, checked first: see reaping.ts), giving its turn to the
+   * queue as a release does.
+   * @throws RedisUnavailableError or RedisCommandError from the calls
+   */
+  async reap(state: LockState): Promise<ReapOutcome> {
+    const holder = state.holders[0];
+    if (!state.held || holder === undefined) return 'changed';
+    if (holder.clients === null) return 'unknown';
+    return reapIfDead(this.#topology, this.#prefix, lockKeys(this.#prefix, state.name), { owner: holder.owner, clients: holder.clients.join(',') });
+  }
+}

@@ -64,6 +64,23 @@ export function waiterChannel(keys: LockKeys, clientId: string): string {
 }
 
 /**
+ * The liveness key of one client (one Padlock): `<prefix>:client:<clientId>`. The Padlock keeps it,
+ * with a short expiry, while it holds or waits for a lock; a hold whose clients' liveness keys are
+ * all gone is reaped (see docs/protocol.md). It has no hash tag: on a Cluster it lives in its own
+ * slot, not its locks'.
+ */
+export function livenessKey(prefix: string, clientId: string): string {
+  return `${prefix}:client:${clientId}`;
+}
+
+/** Who holds a lock, as its key says (see {@link LockKeys.lock}): the owner token and the clients field. */
+export interface Holder {
+  readonly owner: string;
+  /** The hold's clients field: client ids, comma-separated; `'*'` unknown (too many), `''` none recorded. */
+  readonly clients: string;
+}
+
+/**
  * The client ids a hold's clients field lists (comma-separated); `undefined` when they are unknown:
  * `''` (none recorded) or `'*'` (more re-entered the hold than the field keeps). Such a hold is
  * never reaped.

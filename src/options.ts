@@ -14,6 +14,8 @@ export const MAX_MS = 2_147_483_647;
 export const MIN_REPLY_TIMEOUT_MS = 100;
 /** Shortest lease: below this, network jitter alone would lose the lock. */
 export const MIN_LEASE_MS = 10;
+/** Shortest liveness expiry: below this, a busy moment of the event loop would read as a death. */
+export const MIN_LIVENESS_MS = 1_000;
 /** Longest lock name, in UTF-16 code units. */
 export const MAX_NAME_LENGTH = 1_000;
 /** Owner tokens: 16 to 128 characters of `A–Z a–z 0–9 _ -`. Generated ones are 32 hex digits (128 bits). */
@@ -83,6 +85,26 @@ export interface PadlockOptions {
    * @example { meterProvider: new MeterProvider({ readers: [reader] }) }
    */
   metrics?: MetricsOptions | false | undefined;
+  /**
+   * How long this Padlock's liveness key (`<prefix>:client:<id>`) lives after each write, in ms.
+   * While the Padlock holds or waits for a lock it rewrites the key every fifth of this; a reaper
+   * (`padlock reap`, or another Padlock's `reapDeadHolders`) frees the holds of a client whose key
+   * has run out. So this is how long a crashed process's locks stay blocked at most (instead of
+   * their lease), and also how long this process's event loop may stall before its locks can be
+   * taken for dead (it learns at its next renewal, as after a force-release). From 1 000 to
+   * 2 147 483 647; a fraction is rounded up.
+   * @default 10000
+   */
+  livenessMs?: number | undefined;
+  /**
+   * Free the locks of dead holders this Padlock waits for: at each heartbeat of a queued waiter (at
+   * most once a second per lock), check whether every client holding the lock has let its liveness
+   * key run out, and if so free the lock (atomically, only that hold) so that the queue gets it,
+   * instead of waiting for the dead holder's lease to end. Costs one script call per lock waited
+   * for, per second, per Padlock. Holders need padlock with liveness keys (this version on).
+   * @default false
+   */
+  reapDeadHolders?: boolean | undefined;
 }
 
 /** Where padlock's metrics go, and what they carry. */
@@ -146,6 +168,8 @@ export interface ResolvedPadlockOptions {
   readonly releaseOnExit: boolean;
   /** `undefined`: metrics off. */
   readonly metrics: ResolvedMetricsOptions | undefined;
+  readonly livenessMs: number;
+  readonly reapDeadHolders: boolean;
 }
 
 /** Validated acquire options with defaults applied. */
@@ -189,8 +213,8 @@ export function checkLeaseMs(option: string, value: unknown): number {
 /** Validates `new Padlock(options)`. */
 export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions & { readonly redis: CommandConnection | readonly CommandConnection[] } {
   if (!isPlainObject(options)) throw new PadlockOptionError('options', 'an object with at least { redis }', options);
-  rejectUnknown('options', options, ['redis', 'prefix', 'leaseMs', 'replyTimeoutMs', 'replicas', 'releaseOnExit', 'metrics']);
-  const { redis, prefix = 'padlock', leaseMs = 30_000, replyTimeoutMs = 5_000, replicas, releaseOnExit = false } = options;
+  rejectUnknown('options', options, ['redis', 'prefix', 'leaseMs', 'replyTimeoutMs', 'replicas', 'releaseOnExit', 'metrics', 'livenessMs', 'reapDeadHolders']);
+  const { redis, prefix = 'padlock', leaseMs = 30_000, replyTimeoutMs = 5_000, replicas, releaseOnExit = false, livenessMs = 10_000, reapDeadHolders = false } = options;
   const masters = Array.isArray(redis) ? checkMasters(redis as unknown[]) : undefined;
   const single = masters === undefined ? connectionFor('redis', redis) : undefined;
   const checkedPrefix = checkPrefix(prefix);
@@ -201,7 +225,19 @@ export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions 
   const checkedReplicas = single === undefined ? undefined : checkReplicas(replicas, replyTimeout, single);
   if (typeof releaseOnExit !== 'boolean') throw new PadlockOptionError('releaseOnExit', 'a boolean', releaseOnExit);
   const metrics = checkMetrics(options.metrics);
-  return { redis: single ?? masters ?? [], prefix: checkedPrefix, leaseMs: checkLeaseMs('leaseMs', leaseMs), replyTimeoutMs: replyTimeout, replicas: checkedReplicas, releaseOnExit, metrics };
+  const liveness = Math.ceil(checkMs('livenessMs', livenessMs, MIN_LIVENESS_MS, false));
+  if (typeof reapDeadHolders !== 'boolean') throw new PadlockOptionError('reapDeadHolders', 'a boolean', reapDeadHolders);
+  return {
+    redis: single ?? masters ?? [],
+    prefix: checkedPrefix,
+    leaseMs: checkLeaseMs('leaseMs', leaseMs),
+    replyTimeoutMs: replyTimeout,
+    replicas: checkedReplicas,
+    releaseOnExit,
+    metrics,
+    livenessMs: liveness,
+    reapDeadHolders,
+  };
 }
 
 /** Validates `metrics`: `false`, or `{ meterProvider?, lockNames? }`. */

@@ -24,6 +24,8 @@ import { debug, debugEnabled } from './observability/debug-log.js';
 import { Metrics } from './observability/metrics.js';
 import type { Observer } from './observability/observer.js';
 import { forgetOnExit, releaseOnExit } from './shutdown.js';
+import { Liveness } from './liveness.js';
+import { Reaper } from './reaping.js';
 
 /**
  * Distributed locks on Redis.
@@ -49,6 +51,8 @@ export class Padlock extends EventEmitter<PadlockEvents> {
   readonly prefix: string;
   /** The default lease in milliseconds. */
   readonly leaseMs: number;
+  /** How long this Padlock's liveness key lives after each write, in milliseconds (`livenessMs`). */
+  readonly livenessMs: number;
   /** @internal What its locks share. */
   readonly shared: Shared;
 
@@ -58,6 +62,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
     const resolved = resolvePadlockOptions(options);
     this.prefix = resolved.prefix;
     this.leaseMs = resolved.leaseMs;
+    this.livenessMs = resolved.livenessMs;
     const emit: Emit = (event, ...args) => {
       // Timers call this: a listener's exception must not escape as an uncaught error, nor may an
       // 'error' event without a listener (EventEmitter would throw it).
@@ -99,8 +104,11 @@ export class Padlock extends EventEmitter<PadlockEvents> {
         emit('holdWarning', warning);
       },
     });
-    const runtime = new Runtime(watchdog, subscriber, emit, observer);
-    this.shared = { topology, subscriber, watchdog, runtime, clientId: randomBytes(8).toString('hex'), prefix: this.prefix, leaseMs: this.leaseMs, emit, observer };
+    const clientId = randomBytes(8).toString('hex');
+    const liveness: Liveness = new Liveness({ topology, holding: (): boolean => runtime.holds.size > 0, failed: reportError }, this.prefix, clientId, resolved.livenessMs);
+    const runtime = new Runtime(watchdog, subscriber, emit, observer, liveness);
+    const reaper = resolved.reapDeadHolders ? new Reaper(topology, this.prefix, reportError, (work) => runtime.track(work)) : undefined;
+    this.shared = { topology, subscriber, watchdog, runtime, clientId, prefix: this.prefix, leaseMs: this.leaseMs, emit, observer, liveness, reaper };
     if (resolved.releaseOnExit) releaseOnExit(this);
   }
 

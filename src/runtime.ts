@@ -9,6 +9,7 @@ import { monotonicNow, settleWithin } from './clock.js';
 import { LockLostError, PadlockClosedError, type LockLostReason } from './errors.js';
 import { holdEvent, type Emit } from './events.js';
 import type { Hold } from './hold.js';
+import type { Liveness } from './liveness.js';
 import type { Observer } from './observability/observer.js';
 import type { Subscriber } from './subscriber.js';
 import type { Watchdog } from './watchdog.js';
@@ -28,7 +29,8 @@ export class Runtime {
     private readonly watchdog: Watchdog,
     private readonly subscriber: Subscriber,
     private readonly emit: Emit,
-    private readonly observer?: Observer,
+    private readonly observer: Observer | undefined,
+    private readonly liveness: Liveness,
   ) {
     // Every pending acquire listens for close(): that is not a leak.
     setMaxListeners(0, this.#closing.signal);
@@ -106,7 +108,10 @@ export class Runtime {
     void cleanup.finally(() => this.#cleanups.delete(cleanup));
   }
 
-  /** Rejects waits, stops renewal, releases held locks and finishes clean-ups (best effort, bounded), closes the subscriber. */
+  /**
+   * Rejects waits, stops renewal, releases held locks, finishes clean-ups and deletes the liveness
+   * key (best effort, bounded), closes the subscriber.
+   */
   close(): Promise<void> {
     this.#closed ??= this.#close();
     return this.#closed;
@@ -128,7 +133,9 @@ export class Runtime {
     // Waits that close() just rejected send their clean-up as their rejection unwinds (microtasks,
     // all run before the next macrotask turn).
     await new Promise((resolve) => setImmediate(resolve));
-    await settleWithin(Promise.allSettled([releases, ...this.#cleanups]), CLOSE_TIMEOUT_MS);
+    // The liveness key goes with them: a hold whose release fails is this closed Padlock's no more,
+    // and may be reaped rather than wait for its lease.
+    await settleWithin(Promise.allSettled([releases, ...this.#cleanups, this.liveness.close(CLOSE_TIMEOUT_MS)]), CLOSE_TIMEOUT_MS);
     for (const hold of holds) this.released(hold);
     await this.subscriber.close();
   }

@@ -1,5 +1,7 @@
 /** What every lock of one Padlock shares: built once by the Padlock, handed to each lock it makes. */
 import type { Emit } from './events.js';
+import type { Liveness } from './liveness.js';
+import type { Reaper } from './reaping.js';
 import type { Observer } from './observability/observer.js';
 import type { Runtime } from './runtime.js';
 import type { Subscriber } from './subscriber.js';
@@ -23,4 +25,8 @@ export interface Shared {
   readonly emit: Emit;
   /** The metrics, when on: told of every acquisition, refused attempt, hold's end and renewal. */
   readonly observer: Observer | undefined;
+  /** The Padlock's liveness key: written before any call that may grant it a hold, kept while it holds or waits. */
+  readonly liveness: Liveness;
+  /** With `reapDeadHolders`: checks the holders of the locks this Padlock waits for. */
+  readonly reaper: Reaper | undefined;
 }

@@ -11,12 +11,38 @@ import type { InspectReport } from '../src/cli/inspect.js';
 import type { ListReport } from '../src/cli/list.js';
 import type { ReleaseReport } from '../src/cli/release.js';
 import type { WatchFrame } from '../src/cli/watch.js';
+import type { ReapReport } from '../src/cli/reap.js';
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { livenessKey } from '../src/keys.js';
+import { monotonicNow } from '../src/clock.js';
 import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from './harness/topologies.js';
-import { eventually } from './harness/redis.js';
+import { delay, eventually } from './harness/redis.js';
 import { assertOneLineError, runBin, type Run } from './harness/cli.js';
 
 const padlocks: Padlock[] = [];
-after(() => Promise.all(padlocks.map((p) => p.close())));
+const children: ChildProcess[] = [];
+after(async () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await Promise.all(padlocks.map((p) => p.close()));
+});
+
+/** A child process holding `name` (60 s lease) through a Cluster client, until SIGKILLed (test/fixtures/reap-holder.ts). */
+async function clusterHolder(url: string, name: string, prefix: string, livenessMs: number): Promise<{ child: ChildProcess; owner: string; fence: number; clientId: string }> {
+  const child = fork(fileURLToPath(new URL('./fixtures/reap-holder.js', import.meta.url)), [`cluster:${url}`, name, '60000', String(livenessMs), prefix]);
+  children.push(child);
+  const held = await new Promise<{ owner: string; fence: number; clientId: string }>((resolve, reject) => {
+    child.once('message', (m) => resolve(m as { owner: string; fence: number; clientId: string }));
+    child.once('exit', (code) => reject(new Error(`the holder exited (${code})`)));
+  });
+  return { child, ...held };
+}
+
+async function kill(child: ChildProcess): Promise<void> {
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGKILL');
+  await exited;
+}
 
 function parsed<T>(run: Run): T {
   assert.equal(run.code, 0, run.stderr);
@@ -83,6 +109,39 @@ describe('on a Redis Cluster', () => {
     const next = await waiting;
     assert.ok(next.fence > stuck.fence);
     await next.release();
+  });
+
+  it('reaps a SIGKILLed holder whose liveness key lives in another slot: `padlock reap` (--json) and a waiter with reapDeadHolders', async () => {
+    const livenessMs = 1_500;
+    const admin = cluster.client();
+    // The holder's liveness key is in another slot than its lock: the reaper checks it first, then frees.
+    const held = await clusterHolder(url, 'dead:a', 'cl4', livenessMs);
+    assert.notEqual(await cluster.slotOf(lockKeys('cl4', 'dead:a').lock), await cluster.slotOf(livenessKey('cl4', held.clientId)));
+    const waiterSide = new Padlock({ redis: cluster.client(), prefix: 'cl4' });
+    padlocks.push(waiterSide);
+    const waiting = waiterSide.fairMutex('dead:a').acquire({ waitMs: 30_000 });
+    assert.ok(await eventually(async () => (await admin.llen(lockKeys('cl4', 'dead:a').queue)) === 1));
+    const alive = parsed<ReapReport>(await runBin(['reap', '--json', '--url', url, '--prefix', 'cl4']));
+    assert.deepEqual([alive.redis.topology, alive.locks[0]?.outcome], ['cluster', 'alive']);
+    await kill(held.child);
+    assert.ok(await eventually(async () => (await admin.exists(livenessKey('cl4', held.clientId))) === 0, livenessMs + 1_000));
+    const report = parsed<ReapReport>(await runBin(['reap', '--json', '--url', url, '--prefix', 'cl4']));
+    assert.deepEqual(report.locks, [{ name: 'dead:a', outcome: 'reaped', owner: held.owner, fence: held.fence, clients: [held.clientId], waiting: 1 }]);
+    const next = await waiting;
+    assert.ok(next.fence > held.fence, 'the fair waiter was handed the lock (sharded pub/sub)');
+    await next.release();
+
+    const second = await clusterHolder(url, 'dead:b', 'cl4', livenessMs);
+    const reaping = new Padlock({ redis: cluster.client(), prefix: 'cl4', reapDeadHolders: true });
+    padlocks.push(reaping);
+    const pending = reaping.mutex('dead:b').acquire({ waitMs: 30_000 });
+    await delay(livenessMs);
+    await kill(second.child);
+    const killedAt = monotonicNow();
+    const lease = await pending;
+    assert.ok(monotonicNow() - killedAt < livenessMs + 2_000, `the waiter reaped it ${(monotonicNow() - killedAt).toFixed(0)} ms after the kill (lease: 60 s)`);
+    assert.ok(lease.fence > second.fence);
+    await lease.release();
   });
 
   it('watches every master (--json, without a terminal) until SIGINT', async () => {

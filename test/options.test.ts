@@ -32,6 +32,10 @@ describe('validation', () => {
     assert.throws(() => new Padlock({ redis, leaseMs: Infinity }), isOptionError('leaseMs'));
     assert.throws(() => new Padlock({ redis, leasMs: 10 } as never), isOptionError('options.leasMs'));
     assert.throws(() => new Padlock({ redis, leaseMs: NaN }), /leaseMs must be a finite number from 10 to 2147483647, got NaN/);
+    assert.throws(() => new Padlock({ redis, livenessMs: 999 }), isOptionError('livenessMs'));
+    assert.throws(() => new Padlock({ redis, livenessMs: Infinity }), /livenessMs must be a finite number from 1000 to 2147483647, got Infinity/);
+    assert.throws(() => new Padlock({ redis, reapDeadHolders: 'yes' as never }), isOptionError('reapDeadHolders'));
+    assert.equal(new Padlock({ redis }).livenessMs, 10_000, 'livenessMs defaults to 10 s');
   });
 
   it('refuses bad names and acquire options before any Redis command', async () => {
@@ -55,7 +59,8 @@ describe('validation', () => {
     const lease = await lock.acquire();
     await assert.rejects(lease.extend(-5), isOptionError('ms'));
     await lease.release();
-    assert.equal(await commandCalls(admin, 'evalsha'), before + 2, 'only the good acquire and release reached Redis');
+    // The good acquire, the liveness key it needs first (this Padlock's first hold), and the release.
+    assert.equal(await commandCalls(admin, 'evalsha'), before + 3, 'only the good acquire and release reached Redis');
   });
 
   it('accepts Infinity for waitMs and names with braces, spaces, unicode and at the length limit', async () => {

@@ -32,7 +32,7 @@ export function declareInspect(program: CommanderCommand, context: CommandContex
       .command('inspect')
       .summary('one lock in full: holders, fence, lease, each waiter, its keys and their TTLs')
       .description(
-        "Shows one lock, held or free: its holders and hold counts, fence, lease left, the last " +
+        "Shows one lock, held or free: its holders, their clients and hold counts, fence, lease left, the last " +
           'fence handed out, each queued waiter (kind, client, time queued, heartbeat) and its keys ' +
           'in Redis with their time to live.',
       )
@@ -95,6 +95,7 @@ export function describeLock(lock: LockState, c: Colors): string {
   const lines = [
     `${label('lock')}${lock.name} (${lock.kind})`,
     `${label('state')}${lock.held ? holdLine(lock) : c.dim('free')}`,
+    ...lock.holders.map((h) => `${label('client')}${h.clients === null ? c.dim('unknown (never reaped)') : h.clients.join(', ')}`),
     `${label('fence')}${lock.lastFence === null ? c.dim('none handed out within the hour') : `last handed out: ${lock.lastFence}`}`,
     `${label('queue')}${queue}`,
   ];

@@ -8,11 +8,12 @@ import { declareDemo } from './demo.js';
 import { CliError, ExitCode, usageError } from './errors.js';
 import { declareInspect } from './inspect.js';
 import { declareList } from './list.js';
+import { declareReap } from './reap.js';
 import { declareRelease } from './release.js';
 import { declareWatch } from './watch.js';
 
 const AFTER_HELP = `
-Connecting (list, inspect, release, watch): --url, else $REDIS_URL:
+Connecting (list, inspect, release, watch, reap): --url, else $REDIS_URL:
   redis://[[user]:password@]host[:port][/db]   one server (rediss:// for TLS); a Cluster
                                                node is found out and its Cluster used
   redis+sentinel://[[user]:password@]host[:port][,host[:port]…]/masterName[/db]
@@ -54,6 +55,7 @@ export async function runCli(argv: readonly string[], context: CommandContext, v
   declareInspect(program, context, exit);
   declareRelease(program, context, exit);
   declareWatch(program, context, exit);
+  declareReap(program, context, exit);
 
   const subcommand = argv.find((arg) => program.commands.some((c) => c.name() === arg));
   try {

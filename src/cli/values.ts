@@ -15,3 +15,19 @@ export function integerParser(flag: string, min: number, max: number): (raw: str
     return value;
   };
 }
+
+/**
+ * A commander option parser for a duration in seconds (decimals allowed) within `[min, max]`,
+ * returned in milliseconds.
+ * @throws CliError (exit code 2) saying which range is allowed
+ */
+export function secondsParser(flag: string, min: number, max: number): (raw: string) => number {
+  return (raw) => {
+    const text = raw.trim();
+    const value = /^\d+(\.\d+)?$/.test(text) ? Number(text) : NaN;
+    if (!Number.isFinite(value) || value < min || value > max) {
+      throw usageError(`${flag} must be a number of seconds from ${min} to ${max}, got '${raw}'`);
+    }
+    return Math.round(value * 1_000);
+  };
+}

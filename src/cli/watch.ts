@@ -190,12 +190,12 @@ export function fit(line: string, columns: number): string {
 }
 
 /** Aborted when the connection is lost for good; {@link LostSignal.error} says how. */
-interface LostSignal {
+export interface LostSignal {
   readonly signal: AbortSignal;
   error(): CliError;
 }
 
-function lostSignal(connection: Connection): LostSignal {
+export function lostSignal(connection: Connection): LostSignal {
   const controller = new AbortController();
   let cause: Error | undefined;
   connection.onLost((error) => {
@@ -209,7 +209,7 @@ function lostSignal(connection: Connection): LostSignal {
 }
 
 /** Resolves after `ms`, or as soon as one of `signals` aborts. */
-function pause(ms: number, signals: readonly AbortSignal[]): Promise<void> {
+export function pause(ms: number, signals: readonly AbortSignal[]): Promise<void> {
   if (ms <= 0 || signals.some((s) => s.aborted)) return Promise.resolve();
   return new Promise((resolve) => {
     const done = (): void => {

@@ -10,11 +10,14 @@ import {
   forceReleaseScript,
   inspectScript,
   leaveScript,
+  reapScript,
   reenterScript,
   releaseScript,
   renewScript,
   type AcquireReply,
+  type HolderReply,
   type InspectReply,
+  type ReapReply,
   type ReleaseReply,
 } from '../scripts/index.js';
 import { newRequestId } from '../tokens.js';
@@ -112,6 +115,20 @@ export class MutexProtocol {
   /** Reads the lock's holders, fence and remaining lease. */
   inspect(): ScriptCall<InspectReply> {
     return { script: inspectScript, keys: [this.keys.lock], args: [], lock: this.keys.name };
+  }
+
+  /**
+   * Frees the lock of `keys` if `holder` still holds it and its clients are dead, giving the turn to
+   * the queue: `liveness` are the clients' liveness keys, checked in the script (on the lock's
+   * server); `undefined` when the caller checked them elsewhere just before (a Cluster).
+   */
+  static reap(keys: LockKeys, holder: HolderReply, liveness: readonly string[] | undefined, sharded: boolean): ScriptCall<ReapReply> {
+    return {
+      script: reapScript,
+      keys: [...scriptKeys(keys), ...(liveness ?? [])],
+      args: [holder.owner, holder.clients, keys.released, publishCommand(sharded), liveness === undefined ? 'checked' : 'here'],
+      lock: keys.name,
+    };
   }
 
   /** Lengthens each hold's lease to at least its `leaseMs` (or `ms`, for one) while its owner still holds it; 0 for those it does not. */

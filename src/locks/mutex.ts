@@ -58,6 +58,8 @@ export class Mutex extends Lock {
   }
 
   protected async reenterOnce(owner: string, leaseMs: number): Promise<Grant | null> {
+    // A re-entry adds this client to the hold's clients: its liveness key must exist first.
+    await this.shared.liveness.ensure();
     const sentAt = monotonicNow();
     const reply = await this.shared.topology.send(this.protocol.reenter(owner, leaseMs));
     return reply.status === 'acquired' ? { ...reply, sentAt } : null;
@@ -74,7 +76,7 @@ export class Mutex extends Lock {
   protected async obtain(owner: string, options: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant> {
     // Short leases need frequent heartbeats: a fair handoff's lease counts from the last one sent.
     const heartbeatMs = Math.max(5, Math.min(HEARTBEAT_MS, options.leaseMs / 3));
-    const { subscriber, topology } = this.shared;
+    const { subscriber, topology, liveness, reaper } = this.shared;
     const channel = this.protocol.waiterChannel;
     let watch: Watch | undefined;
     // Set before the first call that may queue this waiter is sent, not when its reply comes: a wait
@@ -99,11 +101,16 @@ export class Mutex extends Lock {
           await scope.race(watch.ready);
           queued = true;
         }
+        // A grant records this client as the holder: its liveness key must exist first.
+        const alive = liveness.ensure();
+        if (alive !== undefined) await scope.race(alive);
         const sentAt = monotonicNow();
         const reply: AcquireReply = await scope.race(topology.send(this.protocol.attempt(owner, options.leaseMs, mode, heartbeatMs, ticket), gaveUp), abandon);
         if (reply.status === 'acquired') return { ...reply, sentAt };
         if (reply.status === 'busy') scope.foundHeld();
         if (scope.waitMs === 0 || reply.status === 'not-held') throw scope.timeout();
+        // reapDeadHolders: a queued waiter checks whether its holder is dead (at most once a heartbeat per lock).
+        if (reaper !== undefined && mode !== 'try' && reply.holder !== undefined) reaper.check(this.keys, reply.holder, heartbeatMs);
         if (mode === 'try') {
           mode = 'queue';
           continue;

@@ -121,6 +121,8 @@ export function describeReply(script: KnownScript | undefined, raw: unknown): st
   } catch {
     return `unexpected reply ${describeValue(raw)}`;
   }
+  // A parsed reply that is a string is a status (reap.lua's), never a token.
+  if (script !== undefined && typeof reply === 'string') return reply;
   if (reply === null || typeof reply !== 'object' || Array.isArray(reply)) return describeValue(reply);
   const parts: string[] = [];
   for (const [key, value] of Object.entries(reply)) {

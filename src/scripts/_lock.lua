@@ -4,7 +4,8 @@
 -- and a resent release is recognised. The log is " id id … " (newest first, LOG_ENTRIES at most).
 -- clients: the ids of the clients (Padlocks) holding it, comma-separated: the one it was granted
 -- to, then any other that re-entered the hold with its owner's token; '*' once more than
--- MAX_CLIENTS did (unknown).
+-- MAX_CLIENTS did (unknown: never reaped). A reaper frees a hold only when every one of them is
+-- dead (its liveness key gone: reap.lua).
 -- A fence is kept as its decimal text: a µs count since 1970 (about 1.8e15) is exact in a Lua
 -- number and in JavaScript, but Lua's own number-to-text conversion would round it.
 local FENCE_RETENTION_MS = 3600000
@@ -68,7 +69,7 @@ local function tombstone(key, state)
 end
 
 -- The clients field with `client` added (a re-entry by another client): unchanged when it is there
--- already, '*' (unknown) beyond MAX_CLIENTS.
+-- already, '*' (unknown, never reaped) beyond MAX_CLIENTS.
 local function with_client(clients, client)
   if clients == '*' or string.find(',' .. clients .. ',', ',' .. client .. ',', 1, true) then
     return clients

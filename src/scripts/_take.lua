@@ -41,7 +41,7 @@ end
 -- The reply to an owner that must wait: {0, pttl, holder, clients}, where pttl is the lock key's
 -- PTTL (the holder's remaining lease, which bounds the waiter's fallback timer), holder and clients
 -- the current hold's owner and clients fields ('' and '' when nobody holds it: a fair lock that is
--- free with a live waiter ahead), so that a waiter knows whom it waits for.
+-- free with a live waiter ahead), so that a waiter can check the holder's liveness (reap.lua).
 local function busy(lock, state)
   if state and state.count > 0 then
     return {0, redis.call('PTTL', lock), state.owner, state.clients}

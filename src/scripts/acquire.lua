@@ -4,7 +4,7 @@
   KEYS[1] lock   KEYS[2] queue list   KEYS[3] waiters hash
   ARGV[1] owner token  ARGV[2] lease ms  ARGV[3] kind: 'mutex' or 'fair'
   ARGV[4] the fence proposed for a fresh hold (Redlock; 0: none, see _lock.lua)
-  ARGV[5] the owner's client id, recorded as the holder's
+  ARGV[5] the owner's client id, recorded as the holder's (the client keeps its liveness key)
   Returns {1, fence, holdCount, pttl} when ARGV[1] holds the lock now (a resend returns the state);
   {0, pttl, holder, clients} when it must wait (pttl: the lock key's PTTL, the holder's remaining
   lease, which bounds the waiter's fallback timer; for a fair lock that is free but has a live

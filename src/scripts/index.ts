@@ -1,6 +1,7 @@
 /** padlock's Lua scripts, typed at the boundary: each reply is checked and given a type here. */
 import { defineScript } from '../redis/script-runner.js';
 import { luaSources } from './embedded.js';
+import type { Holder } from '../keys.js';
 
 /** Outcome of an acquire attempt. */
 export type AcquireReply =
@@ -9,14 +10,14 @@ export type AcquireReply =
   | { readonly status: 'not-held' };
 
 /**
- * Who holds a lock, as a refused attempt (acquire.lua, enqueue.lua) reads it: its owner and the
- * clients holding it. Owner tokens stay inside padlock (the debug log never prints them).
+ * Who holds a lock, as a refused attempt (acquire.lua, enqueue.lua) reads it: enough for a waiter to
+ * check the holder's liveness and reap it (reap.lua). Owner tokens stay inside padlock (the debug
+ * log never prints them).
  */
-export interface HolderReply {
-  readonly owner: string;
-  /** The hold's clients field: client ids, comma-separated; `'*'` unknown (too many), `''` none recorded. */
-  readonly clients: string;
-}
+export type HolderReply = Holder;
+
+/** Outcome of a reap: freed, a client alive, or the hold not the one read any more (free, or another's). */
+export type ReapReply = 'reaped' | 'alive' | 'changed';
 
 /** Outcome of a release. */
 export type ReleaseReply = { readonly status: 'released'; readonly remaining: number } | { readonly status: 'not-held' };
@@ -172,3 +173,19 @@ export const raiseFenceScript = defineScript('raise-fence.lua', luaSources.raise
   return reply === 1;
 });
 
+/** Free a hold whose clients are all dead; see reap.lua. */
+export const reapScript = defineScript('reap.lua', luaSources.reap, (reply): ReapReply => {
+  if (reply === 1) return 'reaped';
+  if (reply === -1) return 'alive';
+  if (reply === 0) return 'changed';
+  return fail('reap.lua', reply);
+});
+
+/** Keep (or, with 0 ms, drop) a client's liveness key; see liveness.lua. */
+export const livenessScript = defineScript('liveness.lua', luaSources.liveness, (reply): true => (reply === 1 ? true : fail('liveness.lua', reply)));
+
+/** How many of the given clients' liveness keys exist; see clients-alive.lua. */
+export const clientsAliveScript = defineScript('clients-alive.lua', luaSources.clientsAlive, (reply): number => {
+  if (!Number.isInteger(reply)) fail('clients-alive.lua', reply);
+  return reply as number;
+});

@@ -1,8 +1,8 @@
 --[[
   Re-enter: one more hold for an owner that holds the lock. The fence stays; the lease becomes
   max(remaining, ARGV[2]), never shorter. Recorded in the request log, so a resend counts once.
-  The re-entering client is added to the hold's clients (see _lock.lua): a hold shared across
-  processes (acquire({ owner }) over RPC) names every process holding it.
+  The re-entering client is added to the hold's clients (see _lock.lua), so that a hold shared
+  across processes (acquire({ owner }) over RPC) is reaped only when all of them are dead.
   KEYS[1] lock
   ARGV[1] owner token  ARGV[2] lease ms  ARGV[3] request id  ARGV[4] the re-entering client's id
   Returns {1, fence, holdCount, pttl}; {-1} when ARGV[1] holds nothing.

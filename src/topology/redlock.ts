@@ -7,7 +7,10 @@
  *   increase across overlapping majorities). Anything short of that is undone on every master
  *   that granted (and, for a fresh owner, on every master that did not answer);
  * - a renewal holds where a majority renewed it; the lease is the majority's shortest;
- * - a release, a leave and a force-release go to every master; a read (inspect) takes the majority.
+ * - a release, a leave and a force-release go to every master; a read (inspect) takes the majority;
+ * - a reap goes to every master, each checking the holder's liveness key there: freed where every
+ *   client's key is gone (a dead client's key runs out on every master);
+ * - a liveness key write goes to every master and needs a majority.
  * A master's late grant is given back when it arrives. Only the mutex family's calls are known here
  * (its scripts name the rule); a new lock kind adds its rules, or is refused on Redlock.
  */
@@ -24,13 +27,16 @@ import {
   forceReleaseScript,
   inspectScript,
   leaveScript,
+  livenessScript,
   raiseFenceScript,
+  reapScript,
   reenterScript,
   releaseScript,
   renewScript,
   type AcquireReply,
   type HolderReply,
   type InspectReply,
+  type ReapReply,
   type ReleaseReply,
 } from '../scripts/index.js';
 import type { GaveUp, LockKindName, ScriptCall, Topology } from './topology.js';
@@ -144,6 +150,8 @@ export class Redlock implements Topology {
     if (script === releaseScript) return this.#release(call.lock, answers as unknown as Answer<ReleaseReply>[]) as unknown as Result;
     if (script === leaveScript || script === forceReleaseScript) return this.#any(call.lock, answers as unknown as Answer<boolean>[]) as unknown as Result;
     if (script === inspectScript) return this.#inspect(call.lock, answers as unknown as Answer<InspectReply>[]) as unknown as Result;
+    if (script === reapScript) return this.#reap(call.lock, answers as unknown as Answer<ReapReply>[]) as unknown as Result;
+    if (script === livenessScript) return this.#majority(call.lock, answers as unknown as Answer<true>[]) as unknown as Result;
     throw new TypeError(`Redlock has no rule for ${call.script.name}`);
   }
 
@@ -283,6 +291,18 @@ export class Redlock implements Topology {
     return held.length >= this.quorum && majority !== undefined ? majority : { fence: 0, pttl: -2, holders: new Map(), clients: '' };
   }
 
+  /** Reaped where any master freed it (each decides by its own copy of the liveness keys); else alive if any said so. */
+  #reap(lock: string | undefined, answers: readonly Answer<ReapReply>[]): ReapReply {
+    const replies = answers.flatMap((a) => (a.ok ? [a.value] : []));
+    if (replies.length === 0) throw this.#noQuorum(lock, 'no master answered', answers);
+    return replies.includes('reaped') ? 'reaped' : replies.includes('alive') ? 'alive' : 'changed';
+  }
+
+  /** Done once a majority of masters did it. */
+  #majority(lock: string | undefined, answers: readonly Answer<true>[]): true {
+    if (answers.filter((a) => a.ok).length < this.quorum) throw this.#noQuorum(lock, 'no majority of masters answered', answers);
+    return true;
+  }
 
   #noQuorum(lock: string | undefined, why: string, answers: readonly Answer<unknown>[]): QuorumError {
     const nodes: NodeOutcome[] = answers.map((a) =>

@@ -69,7 +69,8 @@ describe('properties against Redis: refused input sends no command', () => {
     // A server of its own, so that nothing else moves its counters.
     const quiet = await startServer();
     const quietAdmin = connect(quiet);
-    const padlock = padlockOn(quiet);
+    // A liveness key of an hour: refreshed every 12 minutes, so never while the property runs.
+    const padlock = padlockOn(quiet, { livenessMs: 3_600_000 });
     const lock = padlock.mutex('held');
     // A fixed lease of 10 minutes: the watchdog sends nothing while the property runs.
     const lease = await lock.acquire({ leaseMs: 600_000 });

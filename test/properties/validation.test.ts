@@ -33,7 +33,7 @@ import {
 } from './support.js';
 
 const ACQUIRE_KEYS = ['waitMs', 'leaseMs', 'autoExtend', 'signal', 'owner'] as const;
-const PADLOCK_KEYS = ['redis', 'prefix', 'leaseMs', 'replyTimeoutMs'] as const;
+const PADLOCK_KEYS = ['redis', 'prefix', 'leaseMs', 'replyTimeoutMs', 'livenessMs', 'reapDeadHolders'] as const;
 /** What padlock calls on a client, and the connection state it reads: a client lacking any is refused. */
 const CLIENT_METHODS = ['evalsha', 'eval', 'duplicate', 'subscribe', 'unsubscribe', 'on', 'quit', 'disconnect'] as const;
 
@@ -157,6 +157,8 @@ describe('properties: validation accepts exactly what is documented', () => {
                 ),
                 leaseMs: mostlyValid(fc.integer({ min: 10, max: MAX_MS }), nearMs(10)),
                 replyTimeoutMs: mostlyValid(fc.integer({ min: 100, max: MAX_MS }), nearMs(100)),
+                livenessMs: mostlyValid(fc.integer({ min: 1_000, max: MAX_MS }), nearMs(1_000)),
+                reapDeadHolders: mostlyValid(fc.boolean(), fc.constantFrom(0, 1, 'true', null)),
               },
               { requiredKeys: ['redis'] },
             ),
@@ -178,6 +180,8 @@ describe('properties: validation accepts exactly what is documented', () => {
               : key === 'prefix' ? value === undefined || isValidPrefix(value)
               : key === 'leaseMs' ? value === undefined || isValidMs(value, 10, false)
               : key === 'replyTimeoutMs' ? value === undefined || isValidMs(value, 100, false)
+              : key === 'livenessMs' ? value === undefined || isValidMs(value, 1_000, false)
+              : key === 'reapDeadHolders' ? value === undefined || typeof value === 'boolean'
               : false;
             if (!ok) refused.set((PADLOCK_KEYS as readonly string[]).includes(key) ? key : `options.${key}`, value);
             // An array is Redlock's masters: a bad element is named by its index.
@@ -188,8 +192,9 @@ describe('properties: validation accepts exactly what is documented', () => {
         let error: unknown;
         try {
           const padlock = resolvePadlockOptions(opts);
-          const given = opts as { prefix?: string; leaseMs?: number };
+          const given = opts as { prefix?: string; leaseMs?: number; livenessMs?: number };
           assert.equal(padlock.prefix, given.prefix ?? 'padlock');
+          assert.equal(padlock.livenessMs, given.livenessMs === undefined ? 10_000 : Math.ceil(given.livenessMs));
           assert.equal(padlock.leaseMs, given.leaseMs === undefined ? 30_000 : Math.ceil(given.leaseMs));
         } catch (e) {
           error = e;
