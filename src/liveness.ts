@@ -1,13 +1,15 @@
 /**
  * A Padlock's liveness key (`<prefix>:client:<clientId>`): proof, to reapers, that the client whose
  * id its holds record is alive. While the Padlock holds a lock or waits for one, a small unref'd
- * timer rewrites the key every fifth of its expiry (`livenessMs`); once it has neither held nor
- * waited for a whole `livenessMs`, the timer stops and the key runs out; `close()` deletes it.
+ * timer rewrites the key every fifth of its expiry (`livenessMs`); when it does neither, the timer
+ * stops and the key runs out by itself; `close()` deletes it.
  *
  * Before any call that may grant a hold (which records this client as the holder), the Padlock
- * makes sure the key is written and has most of its time left ({@link Liveness.ensure}): a reaper
- * must never find a hold of this client without its key. That costs one call the first time (or
- * after an idle `livenessMs`), none in the steady state: the timer keeps the key fresh.
+ * makes sure the key exists and will outlive the grant ({@link Liveness.ensure}): a reaper must
+ * never find a hold of this client without its key. In the steady state that costs nothing: the
+ * timer keeps the key fresh, and a key that has aged (the timer stopped between two holds) is
+ * rewritten alongside the call, without waiting for it; only the first grant, or one after an idle
+ * spell long enough for the key to be nearly gone, waits for the write.
  */
 import { monotonicNow, settleWithin } from './clock.js';
 import { livenessKey } from './keys.js';
@@ -44,8 +46,8 @@ export class Liveness {
   readonly #host: LivenessHost;
   /** Monotonic time until which the key surely lives (its last write's send time + `ms`). */
   #until = -Infinity;
-  /** Monotonic time of the last acquisition attempt (holds are asked of the host). */
-  #usedAt = -Infinity;
+  /** Waits under way (acquisitions that may be granted, or handed the lock, at any moment). */
+  #waits = 0;
   #timer: NodeJS.Timeout | undefined;
   #writing: Promise<void> | undefined;
   #closed = false;
@@ -62,17 +64,37 @@ export class Liveness {
   }
 
   /**
-   * Called before every call that may grant this Padlock a hold: `undefined` when the key is known
-   * to have at least 3/5 of its time left (the steady state: nothing to wait for), else the write
-   * that makes it so, which the call must await. Starts the timer.
+   * Called before every call that may grant this Padlock a hold. `undefined` when nothing need be
+   * waited for: the key has at least 3/5 of `ms` left, or at least 2/5 (then it is rewritten now,
+   * in the background: it outlives the grant either way). Else the write, which the call must
+   * await (the first grant, or after an idle spell). Starts the timer.
    */
   ensure(): Promise<void> | undefined {
     if (this.#closed) return undefined;
-    const now = monotonicNow();
-    this.#usedAt = now;
     this.#start();
-    if (this.#until - now >= this.ms - 2 * this.refreshMs) return undefined;
+    const left = this.#until - monotonicNow();
+    if (left >= this.ms - 2 * this.refreshMs) return undefined;
+    if (left >= 2 * this.refreshMs) {
+      this.#write().catch((error: unknown) => this.#host.failed(error));
+      return undefined;
+    }
     return this.#write();
+  }
+
+  /** A wait begins (the key must live until it ends: a fair handoff may grant it at any moment); call the function returned when it ends. */
+  beginWait(): () => void {
+    this.#waits++;
+    this.#start();
+    let ended = false;
+    return () => {
+      if (!ended) this.#waits--;
+      ended = true;
+    };
+  }
+
+  /** A hold was registered: keep the key alive while it lasts. */
+  held(): void {
+    this.#start();
   }
 
   /** Stops the timer and deletes the key (best effort, within `ms`). Safe to call twice. */
@@ -114,8 +136,9 @@ export class Liveness {
   }
 
   #tick(): void {
-    if (!this.#host.holding() && monotonicNow() - this.#usedAt > this.ms) {
-      // Idle for a whole expiry: let the key run out; the next acquisition writes it again.
+    if (!this.#host.holding() && this.#waits === 0) {
+      // Nothing held, nothing waited for: let the key age and run out. A hold or a wait starts the
+      // timer again (and an attempt rewrites the key first if it is nearly gone).
       this.#stop();
       return;
     }

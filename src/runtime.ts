@@ -74,6 +74,7 @@ export class Runtime {
   register(hold: Hold): void {
     this.#holds.set(holdKey(hold.keys.lock, hold.owner), hold);
     this.watchdog.add(hold);
+    this.liveness.held();
   }
 
   #forget(hold: Hold, state: 'released' | 'lost', reason?: LockLostReason): boolean {

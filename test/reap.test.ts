@@ -167,7 +167,7 @@ describe('the liveness key', () => {
       assert.ok(left > 0 && left <= 1_500, `still kept, with an expiry (${left} ms left)`);
     }
     await lease.release();
-    // Idle (nothing held, nothing waited for) a whole livenessMs: the tick stops and the key runs out.
+    // Idle (nothing held, nothing waited for): the tick stops and the key runs out within livenessMs.
     assert.ok(await eventually(async () => (await admin.exists(key)) === 0, 5_000), 'the key ran out once idle');
     await delay(800);
     assert.equal(await admin.exists(key), 0, 'and the tick stopped');

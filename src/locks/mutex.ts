@@ -90,6 +90,7 @@ export class Mutex extends Lock {
     const abandon = (late: AcquireReply): void => {
       if (late.status === 'acquired') this.giveBack(owner, late.holdCount);
     };
+    const endWait = liveness.beginWait();
     try {
       // While this client already listens (other local waiters), join the queue at once; a call
       // that may not wait (tryAcquire) only ever tries.
@@ -134,6 +135,7 @@ export class Mutex extends Lock {
       if (queued) this.#leave(owner);
       throw error;
     } finally {
+      endWait();
       watch?.close();
     }
   }
