@@ -139,21 +139,6 @@ describe('waiting without polling (mutex)', () => {
     await lease.release();
   });
 
-  it('a partial grant given back quietly frees the lock and wakes no one (Redlock gives its minority grants back so)', async () => {
-    const admin = connect(server);
-    const keys = lockKeys('padlock', 'wake:quiet');
-    const protocol = new MutexProtocol(keys, 'mutex', 'quietclient');
-    const [holder, waiter] = ['h'.repeat(32), 'w'.repeat(32)];
-    assert.equal((await runCall(admin, protocol.attempt(holder, 60_000, 'try', 1_000))).status, 'acquired');
-    assert.equal((await runCall(admin, protocol.attempt(waiter, 60_000, 'queue', 1_000))).status, 'busy');
-    const publishes = await commandCalls(admin, 'publish');
-    assert.deepEqual(await runCall(admin, protocol.release(holder, 1, true)), { status: 'released', remaining: 0 });
-    assert.equal((await commandCalls(admin, 'publish')) - publishes, 0, 'nobody was woken');
-    assert.equal(await admin.llen(keys.queue), 1, 'the waiter keeps its place');
-    assert.equal((await runCall(admin, protocol.attempt(waiter, 60_000, 'requeue', 1_000))).status, 'acquired', 'the lock is free');
-    await runCall(admin, protocol.release(waiter, 1));
-  });
-
   it('a wake-up given to a dead waiter costs the live one behind it a heartbeat, no more', async () => {
     const admin = connect(server);
     const keys = lockKeys('padlock', 'wake:dead');

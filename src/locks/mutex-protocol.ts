@@ -75,7 +75,7 @@ export class MutexProtocol {
     const lock = this.keys.name;
     const grants = this.#grants(owner);
     // The owner is fresh: releasing one hold of it where nothing was granted changes nothing.
-    const undoUnanswered = this.release(owner, 1, true);
+    const undoUnanswered = this.release(owner, 1);
     const proposing = (proposed: number): ScriptCall<AcquireReply> => this.#attempt(owner, leaseMs, mode, heartbeatMs, ticket, proposed);
     if (mode === 'try') return { script: acquireScript, keys, args: [owner, leaseMs, this.kind, fence, this.clientId], lock, grants, undoUnanswered, proposing };
     const allowance = heartbeatMs * HEARTBEATS_ALLOWED;
@@ -90,16 +90,12 @@ export class MutexProtocol {
 
   /** An acquire reply grants one hold of `owner`, which a release of one gives back. */
   #grants(owner: string): (reply: AcquireReply) => Granted | undefined {
-    return (reply) => (reply.status === 'acquired' ? { undo: this.release(owner, 1), undoQuietly: this.release(owner, 1, true) } : undefined);
+    return (reply) => (reply.status === 'acquired' ? { undo: this.release(owner, 1) } : undefined);
   }
 
-  /**
-   * Releases `count` holds of `owner`; the last one frees the lock and gives the turn to the queue
-   * (`quietly`: frees it and wakes no one, to give back a partial grant).
-   */
-  release(owner: string, count: number, quietly = false): ScriptCall<ReleaseReply> {
-    const args = [owner, count, newRequestId(), this.keys.released, this.#publish, quietly ? 'quiet' : 'wake'];
-    return { script: releaseScript, keys: scriptKeys(this.keys), args, lock: this.keys.name };
+  /** Releases `count` holds of `owner`; the last one frees the lock and gives the turn to the queue. */
+  release(owner: string, count: number): ScriptCall<ReleaseReply> {
+    return { script: releaseScript, keys: scriptKeys(this.keys), args: [owner, count, newRequestId(), this.keys.released, this.#publish], lock: this.keys.name };
   }
 
   /** Takes a waiter that gave up out of the queue, passing on a turn it was given. Idempotent. */

@@ -5,8 +5,6 @@
   ARGV[1] owner token  ARGV[2] holds to release (>= 1)  ARGV[3] request id
   ARGV[4] waiters' channel prefix (a client's channel is ARGV[4] .. ':' .. its id)
   ARGV[5] 'SPUBLISH' (a Cluster: sharded pub/sub) or 'PUBLISH'
-  ARGV[6] 'quiet' to free the lock without giving the turn to anyone (Redlock gives back a partial
-          grant so: the contenders' own retries, or the real holder's release, decide the turn)
   Returns {1, remaining holds} (0: the owner holds nothing now); {0} when ARGV[1] held nothing.
   The request is logged in the lock (kept in its tombstone), so a resent release is recognised.
 ]]
@@ -27,9 +25,5 @@ if state.count > 0 then
   write_lock(lock, state, nil)
   return {1, state.count}
 end
-if ARGV[6] == 'quiet' then
-  tombstone(lock, state)
-else
-  free_lock(lock, state, KEYS[2], KEYS[3], ARGV[4], publish_command(ARGV[5]))
-end
+free_lock(lock, state, KEYS[2], KEYS[3], ARGV[4], publish_command(ARGV[5]))
 return {1, 0}

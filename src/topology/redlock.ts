@@ -195,10 +195,7 @@ export class Redlock implements Topology {
 
   /** Gives back, on one master, what `reply` granted there (best effort). */
   #undo<Result>(node: Master, call: ScriptCall<Result>, reply: Result | undefined): void {
-    // Quietly: the owner, or the lock's real holder, decides the turn; a wake-up would only call
-    // another contender into that round.
-    const granted = reply === undefined ? undefined : call.grants?.(reply);
-    const undo = reply === undefined ? call.undoUnanswered : (granted?.undoQuietly ?? granted?.undo);
+    const undo = reply === undefined ? call.undoUnanswered : call.grants?.(reply)?.undo;
     if (undo === undefined) return;
     void bound(node.runner.send(undo.script, undo.keys, undo.args, undo.lock), { ms: this.replyTimeoutMs, timeout: () => new Error('undo timed out') }).catch(() => undefined);
   }

@@ -36,9 +36,8 @@ export interface ScriptCall<Result> {
   /**
    * For a call that may grant a hold to a fresh owner: what gives back a grant whose reply never
    * came (a master that did not answer in time may still have granted it). Harmless where it did not.
-   * It frees without waking a waiter (see {@link Granted.undoQuietly}).
    */
-  readonly undoUnanswered?: PlainCall | undefined;
+  readonly undoUnanswered?: Omit<ScriptCall<unknown>, 'grants' | 'undoUnanswered' | 'proposing'> | undefined;
   /**
    * For a call that may give a fresh hold a fence: the same call as a topology of several servers
    * sends it, with `fence` proposed for the hold (a server gives it unless its last fence is as high;
@@ -48,19 +47,10 @@ export interface ScriptCall<Result> {
   readonly proposing?: ((fence: number) => ScriptCall<Result>) | undefined;
 }
 
-/** A call that undoes another: no grant, undo or proposal of its own. */
-export type PlainCall = Omit<ScriptCall<unknown>, 'grants' | 'undoUnanswered' | 'proposing'>;
-
 /** A call's reply granted or lengthened a hold. */
 export interface Granted {
-  /** The call that gives the grant back, if it must be (a renewal needs none): it frees the lock as a release does, waking the next waiter. */
-  readonly undo: PlainCall | undefined;
-  /**
-   * The same, but freeing the lock without waking anyone: for a grant that is one of several partial
-   * grants of an owner still trying (Redlock's masters), where a wake-up would only call another
-   * contender into a round that the lock's real holder, or the owner's retry, decides anyway.
-   */
-  readonly undoQuietly?: PlainCall | undefined;
+  /** The call that gives the grant back, if it must be (a renewal needs none). */
+  readonly undo: Omit<ScriptCall<unknown>, 'grants' | 'undoUnanswered' | 'proposing'> | undefined;
 }
 
 /**
