@@ -185,6 +185,23 @@ describe('Redlock over 5 masters', () => {
     for (const i of [0, 1, 2]) await admins[i]!.del(keys.lock, keys.queue, keys.waiters, plain.lock, plain.queue, plain.waiters);
   });
 
+  it('an owner granted by a majority is taken out of the queues of the masters that queued it', async () => {
+    const padlock = redlock();
+    const name = 'rl:unqueue';
+    const keys = lockKeys('padlock', name);
+    const protocol = new MutexProtocol(keys, 'mutex', padlock.shared.clientId);
+    // A contender's partial grant on masters 3 and 4 only.
+    const contender = 'c'.repeat(32);
+    for (const i of [3, 4]) await runCall(admins[i]!, protocol.attempt(contender, 30_000, 'try', 1_000));
+    const owner = 'q'.repeat(32);
+    const reply = await padlock.shared.topology.send(protocol.attempt(owner, 30_000, 'queue', 1_000, Date.now()));
+    assert.equal(reply.status, 'acquired', 'granted by 0, 1 and 2');
+    const queued = async (): Promise<string[][]> => Promise.all([3, 4].map((i) => queuedOwners(admins[i]!, keys.queue)));
+    assert.ok(await eventually(async () => (await queued()).every((q) => q.length === 0)), `no entry left where it was queued: ${JSON.stringify(await queued())}`);
+    await padlock.shared.topology.run(protocol.release(owner, 1));
+    for (const i of [3, 4]) await runCall(admins[i]!, protocol.release(contender, 1));
+  });
+
   it('a hold whose renewals lose the majority is lost, and its holder is told', async () => {
     const padlock = redlock({ leaseMs: 3_000 });
     const lease: Lease = await padlock.mutex('rl:renew').acquire();

@@ -80,7 +80,7 @@ export class MutexProtocol {
     if (mode === 'try') return { script: acquireScript, keys, args: [owner, leaseMs, this.kind, fence, this.clientId], lock, grants, undoUnanswered, proposing };
     const allowance = heartbeatMs * HEARTBEATS_ALLOWED;
     const args = [owner, leaseMs, this.kind, this.clientId, allowance, mode === 'queue' ? 'tail' : 'head', fence, fence > 0 ? ticket : 0];
-    return { script: enqueueScript, keys, args, lock, grants, undoUnanswered, proposing };
+    return { script: enqueueScript, keys, args, lock, grants, undoUnanswered, proposing, unqueue: this.leave(owner) };
   }
 
   /** Adds one hold for an `owner` that holds the lock (`not-held` otherwise), and this client to its clients; never shortens the lease. */

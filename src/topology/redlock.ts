@@ -164,8 +164,27 @@ export class Redlock implements Topology {
     const enough = (got: readonly Answer<AcquireReply>[]): boolean => got.filter((a) => a.ok && a.value.status === 'acquired').length >= this.quorum;
     const answers = await gather(all, enough);
     const reply = await this.#grant(call, answers, startedAt, fresh);
-    if (fresh && reply.status === 'acquired') this.#raiseStragglers(call, all, answers, reply.fence);
+    if (fresh && reply.status === 'acquired') {
+      this.#raiseStragglers(call, all, answers, reply.fence);
+      this.#unqueue(call, all);
+    }
     return reply;
+  }
+
+  /**
+   * A hold granted by a majority while other masters queued its owner (they found the lock held, by
+   * a contender's partial grant): takes the owner out of those queues, or it stays there as a ghost
+   * that those masters' next releases would wake instead of a real waiter.
+   */
+  #unqueue(call: ScriptCall<AcquireReply>, asked: readonly Promise<Answer<AcquireReply>>[]): void {
+    const { unqueue } = call;
+    if (unqueue === undefined) return;
+    for (const answer of asked) {
+      void answer.then((a) => {
+        if (a.ok && a.value.status === 'acquired') return;
+        void bound(a.node.runner.send(unqueue.script, unqueue.keys, unqueue.args, unqueue.lock), { ms: this.replyTimeoutMs, timeout: () => new Error('unqueue timed out') }).catch(() => undefined);
+      });
+    }
   }
 
   /**
