@@ -80,7 +80,7 @@ export class MutexProtocol {
     if (mode === 'try') return { script: acquireScript, keys, args: [owner, leaseMs, this.kind, fence, this.clientId], lock, grants, undoUnanswered, proposing };
     const allowance = heartbeatMs * HEARTBEATS_ALLOWED;
     const args = [owner, leaseMs, this.kind, this.clientId, allowance, mode === 'queue' ? 'tail' : 'head', fence, fence > 0 ? ticket : 0];
-    return { script: enqueueScript, keys, args, lock, grants, undoUnanswered, proposing, unqueue: this.leave(owner) };
+    return { script: enqueueScript, keys, args, lock, grants, undoUnanswered, proposing, unqueue: this.leave(owner, true) };
   }
 
   /** Adds one hold for an `owner` that holds the lock (`not-held` otherwise), and this client to its clients; never shortens the lease. */
@@ -98,9 +98,9 @@ export class MutexProtocol {
     return { script: releaseScript, keys: scriptKeys(this.keys), args: [owner, count, newRequestId(), this.keys.released, this.#publish], lock: this.keys.name };
   }
 
-  /** Takes a waiter that gave up out of the queue, passing on a turn it was given. Idempotent. */
-  leave(owner: string): ScriptCall<boolean> {
-    return { script: leaveScript, keys: scriptKeys(this.keys), args: [owner, this.keys.released, this.#publish], lock: this.keys.name };
+  /** Takes a waiter that gave up out of the queue, passing on a turn it was given (`only`: leaves the queue and nothing more). Idempotent. */
+  leave(owner: string, only = false): ScriptCall<boolean> {
+    return { script: leaveScript, keys: scriptKeys(this.keys), args: [owner, this.keys.released, this.#publish, only ? 'only' : 'pass-on'], lock: this.keys.name };
   }
 
   /** Deletes the lock whoever holds it and gives the turn to the queue. */

@@ -7,10 +7,16 @@
   KEYS[1] lock   KEYS[2] queue list   KEYS[3] waiters hash
   ARGV[1] owner token  ARGV[2] waiters' channel prefix
   ARGV[3] 'SPUBLISH' (a Cluster: sharded pub/sub) or 'PUBLISH'
+  ARGV[4] 'only' to leave the queue and do nothing more (Redlock: an owner that holds the lock on a
+          majority leaves the queues of the other masters; a turn it got there is not passed on,
+          since it holds the lock)
   Returns 1 when ARGV[1] held the lock and it was passed on, else 0.
 ]]
 local lock, queue, waiters, owner = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
 drop_waiter(queue, waiters, owner)
+if ARGV[4] == 'only' then
+  return 0
+end
 local state = read_lock(lock)
 local publish = publish_command(ARGV[3])
 if state and state.count > 0 then
