@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Lease, LockNotHeldError, LockTimeoutError, Padlock, PadlockClosedError } from '../src/index.js';
 import { MutexProtocol } from '../src/locks/mutex-protocol.js';
-import type { ScriptCall } from '../src/topology/topology.js';
+import type { GaveUp, ScriptCall } from '../src/topology/topology.js';
 import { lockKeys } from '../src/keys.js';
 import { activeResources, delay, eventually, runCall } from './harness/redis.js';
 import { probeWakes } from './harness/probes.js';
@@ -258,7 +258,7 @@ for (const factory of TOPOLOGIES) {
           const send = seam.send.bind(seam);
           let closing: Promise<void> | undefined;
           // Let the acquire script succeed, then close before its caller resumes.
-          seam.send = async <R>(call: ScriptCall<R>, gaveUp?: AbortSignal): Promise<R> => {
+          seam.send = async <R>(call: ScriptCall<R>, gaveUp?: GaveUp): Promise<R> => {
             const reply = await send(call, gaveUp);
             closing ??= p.close();
             return reply;

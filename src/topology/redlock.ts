@@ -39,7 +39,7 @@ import {
   type ReapReply,
   type ReleaseReply,
 } from '../scripts/index.js';
-import type { GaveUp, LockKindName, ScriptCall, Topology } from './topology.js';
+import type { GaveUp, LockKindName, PlainCall, ScriptCall, Topology } from './topology.js';
 
 /** A master's answer to one call. */
 type Answer<Result> =
@@ -182,7 +182,7 @@ export class Redlock implements Topology {
     for (const answer of asked) {
       void answer.then((a) => {
         if (a.ok && a.value.status === 'acquired') return;
-        void bound(a.node.runner.send(unqueue.script, unqueue.keys, unqueue.args, unqueue.lock), { ms: this.replyTimeoutMs, timeout: () => new Error('unqueue timed out') }).catch(() => undefined);
+        this.#sendAside(a.node, unqueue);
       });
     }
   }
@@ -215,8 +215,13 @@ export class Redlock implements Topology {
   /** Gives back, on one master, what `reply` granted there (best effort). */
   #undo<Result>(node: Master, call: ScriptCall<Result>, reply: Result | undefined): void {
     const undo = reply === undefined ? call.undoUnanswered : call.grants?.(reply)?.undo;
-    if (undo === undefined) return;
-    void bound(node.runner.send(undo.script, undo.keys, undo.args, undo.lock), { ms: this.replyTimeoutMs, timeout: () => new Error('undo timed out') }).catch(() => undefined);
+    if (undo !== undefined) this.#sendAside(node, undo);
+  }
+
+  /** Sends a clean-up call to one master, bounded by the reply time-out; its outcome is nobody's (best effort). */
+  #sendAside(node: Master, call: PlainCall): void {
+    const ms = this.replyTimeoutMs;
+    void bound(node.runner.send(call.script, call.keys, call.args, call.lock), { ms, timeout: () => new Error(`no reply within ${ms} ms`) }).catch(() => undefined);
   }
 
   async #grant(call: ScriptCall<AcquireReply>, answers: readonly Answer<AcquireReply>[], startedAt: number, fresh: boolean): Promise<AcquireReply> {

@@ -37,13 +37,13 @@ export interface ScriptCall<Result> {
    * For a call that may grant a hold to a fresh owner: what gives back a grant whose reply never
    * came (a master that did not answer in time may still have granted it). Harmless where it did not.
    */
-  readonly undoUnanswered?: Omit<ScriptCall<unknown>, 'grants' | 'undoUnanswered' | 'proposing' | 'unqueue'> | undefined;
+  readonly undoUnanswered?: PlainCall | undefined;
   /**
    * For a call that may queue its owner: what takes the owner out of the queue again. A topology that
    * counts a grant from some servers while others queued the owner (Redlock) sends it to those, so
    * that no entry is left there for an owner that holds the lock.
    */
-  readonly unqueue?: Omit<ScriptCall<unknown>, 'grants' | 'undoUnanswered' | 'proposing' | 'unqueue'> | undefined;
+  readonly unqueue?: PlainCall | undefined;
   /**
    * For a call that may give a fresh hold a fence: the same call as a topology of several servers
    * sends it, with `fence` proposed for the hold (a server gives it unless its last fence is as high;
@@ -53,10 +53,13 @@ export interface ScriptCall<Result> {
   readonly proposing?: ((fence: number) => ScriptCall<Result>) | undefined;
 }
 
+/** A call that cleans up after another: no grant, undo, proposal or unqueue of its own. */
+export type PlainCall = Omit<ScriptCall<unknown>, 'grants' | 'undoUnanswered' | 'proposing' | 'unqueue'>;
+
 /** A call's reply granted or lengthened a hold. */
 export interface Granted {
   /** The call that gives the grant back, if it must be (a renewal needs none). */
-  readonly undo: Omit<ScriptCall<unknown>, 'grants' | 'undoUnanswered' | 'proposing' | 'unqueue'> | undefined;
+  readonly undo: PlainCall | undefined;
 }
 
 /**

@@ -10,7 +10,7 @@
  * cannot say which script ran.
  */
 import type { Padlock } from '../../src/index.js';
-import type { ScriptCall as ScriptCallOf } from '../../src/topology/topology.js';
+import type { GaveUp, ScriptCall as ScriptCallOf } from '../../src/topology/topology.js';
 import type { Watch } from '../../src/subscriber.js';
 
 /** The longest timer Node accepts. */
@@ -124,6 +124,6 @@ export function probeScripts(padlock: Padlock, hooks: ScriptProbeHooks = {}): Re
   const run = topology.run.bind(topology);
   const send = topology.send.bind(topology);
   topology.run = <R>(call: ScriptCallOf<R>): Promise<R> => observe(call, run);
-  topology.send = <R>(call: ScriptCallOf<R>, gaveUp?: AbortSignal): Promise<R> => observe(call, (c) => send(c, gaveUp));
+  topology.send = <R>(call: ScriptCallOf<R>, gaveUp?: GaveUp): Promise<R> => observe(call, (c) => send(c, gaveUp));
   return counts;
 }
