@@ -40,7 +40,8 @@ describe('fault: Redis server', () => {
       inject: async () => {
         servers.lock.pause();
         try {
-          assert.equal(await isStopped(servers.lock.pid), true, 'redis-server is stopped');
+          // SIGSTOP is delivered asynchronously: the state reads T a moment later, not at once.
+          assert.ok(await eventually(() => isStopped(servers.lock.pid), 2_000), 'redis-server is stopped');
           await delay(LEASE_MS * 3);
         } finally {
           servers.lock.resume();
