@@ -6,7 +6,8 @@
  */
 import type { Shared } from '../shared.js';
 import type { Grant } from './lock.js';
-import { handoffGrant, Mutex } from './mutex.js';
+import { Mutex } from './mutex.js';
+import { handoffGrant } from './queued-lock.js';
 
 export class FairMutex extends Mutex {
   constructor(shared: Shared, name: string) {

@@ -1,29 +1,20 @@
 /**
- * The reentrant mutex, and the waiting it shares with the fair mutex. A waiter that finds the lock
- * held subscribes to its client's channel, then joins a queue in Redis in the same call that finds
- * the lock still held (enqueue.lua), and sleeps until a message names it. A release
- * gives the turn to the first live waiter of the queue, in the release script itself: a mutex
- * waiter is woken (one waiter across all processes, no herd) and tries again, though a newcomer
- * may take the lock first (barging); a fair waiter is handed the lock outright (see fair-mutex.ts).
- * Waiters refresh a heartbeat while they wait; the scripts skip a waiter whose heartbeat ran out.
+ * The reentrant mutex. Its waiters queue in Redis (queued-lock.ts); a release wakes the first live
+ * waiter of the queue, in the release script itself (one waiter across all processes, no herd),
+ * which tries again, though a newcomer may take the lock first (barging). The fair mutex
+ * (fair-mutex.ts) hands the lock to that waiter outright instead.
  */
-import { driftMs, monotonicNow } from '../clock.js';
+import { monotonicNow } from '../clock.js';
 import type { Hold } from '../hold.js';
-import { MAX_MS, type ResolvedAcquireOptions } from '../options.js';
-import type { AcquireReply } from '../scripts/index.js';
 import type { Shared } from '../shared.js';
-import type { Watch } from '../subscriber.js';
 import type { ScriptCall } from '../topology/topology.js';
-import type { WaitScope } from '../wait-scope.js';
-import { Lock, type Grant } from './lock.js';
-import { MutexProtocol, type MutexKind, type QueueMode } from './mutex-protocol.js';
+import type { Grant } from './lock.js';
+import { MutexProtocol, type MutexKind } from './mutex-protocol.js';
+import { QueuedLock } from './queued-lock.js';
 import { refusalError } from './refusals.js';
 import type { LockKindName } from '../topology/topology.js';
 
-/** A waiter refreshes its place in the queue at least this often. */
-const HEARTBEAT_MS = 1_000;
-
-export class Mutex extends Lock {
+export class Mutex extends QueuedLock {
   readonly family = 'mutex';
   protected readonly protocol: MutexProtocol;
 
@@ -64,101 +55,4 @@ export class Mutex extends Lock {
     const reply = await this.shared.topology.send(this.protocol.reenter(owner, leaseMs));
     return reply.status === 'acquired' ? { ...reply, sentAt } : null;
   }
-
-  /**
-   * The grant a message from a release carries, or `null` when the waiter must ask Redis again.
-   * A mutex waiter is only woken; the fair mutex reads its handoff here.
-   */
-  protected grantFrom(_message: string, _lastSentAt: number): Grant | null {
-    return null;
-  }
-
-  protected async obtain(owner: string, options: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant> {
-    // Short leases need frequent heartbeats: a fair handoff's lease counts from the last one sent.
-    const heartbeatMs = Math.max(5, Math.min(HEARTBEAT_MS, options.leaseMs / 3));
-    const { subscriber, topology, liveness, reaper } = this.shared;
-    const channel = this.protocol.waiterChannel;
-    let watch: Watch | undefined;
-    // Set before the first call that may queue this waiter is sent, not when its reply comes: a wait
-    // that ends while that call is in flight must still leave the queue, or it leaves a ghost there.
-    let queued = false;
-    // Aborted when this wait ends in failure, before the leave is sent: an attempt still in flight
-    // must not be re-sent after the leave (a NOSCRIPT fallback would queue the waiter again).
-    const gaveUp = { aborted: false };
-    // When this wait began, on this client's clock: Redlock's masters order their queues by it.
-    const ticket = Date.now();
-    const abandon = (late: AcquireReply): void => {
-      if (late.status === 'acquired') this.giveBack(owner, late.holdCount);
-    };
-    const endWait = liveness.beginWait();
-    try {
-      // While this client already listens (other local waiters), join the queue at once; a call
-      // that may not wait (tryAcquire) only ever tries.
-      let mode: QueueMode = scope.waitMs > 0 && subscriber.isSubscribed(channel) ? 'queue' : 'try';
-      for (;;) {
-        if (mode !== 'try') {
-          // Listen before joining the queue, so that the wake-up or handoff cannot be missed.
-          watch ??= subscriber.watch(channel);
-          await scope.race(watch.ready);
-          queued = true;
-        }
-        // A grant records this client as the holder: its liveness key must exist first.
-        const alive = liveness.ensure();
-        if (alive !== undefined) await scope.race(alive);
-        const sentAt = monotonicNow();
-        const reply: AcquireReply = await scope.race(topology.send(this.protocol.attempt(owner, options.leaseMs, mode, heartbeatMs, ticket), gaveUp), abandon);
-        if (reply.status === 'acquired') return { ...reply, sentAt };
-        if (reply.status === 'busy') scope.foundHeld();
-        if (scope.waitMs === 0 || reply.status === 'not-held') throw scope.timeout();
-        // reapDeadHolders: a queued waiter checks whether its holder is dead (at most once a heartbeat per lock).
-        if (reaper !== undefined && mode !== 'try' && reply.holder !== undefined) reaper.check(this.keys, reply.holder, heartbeatMs);
-        if (mode === 'try') {
-          mode = 'queue';
-          continue;
-        }
-        // Sleep until a release turns to us, the next heartbeat, or the holder's lease runs out
-        // (a crashed holder releases nothing).
-        const fallback: number = reply.pttl > 0 ? reply.pttl + 1 : heartbeatMs;
-        const message: string | null | undefined = watch?.take(owner) ?? (await watch?.sleep(Math.min(heartbeatMs, fallback, scope.remainingMs, MAX_MS), scope.signal, owner));
-        if (message !== undefined && message !== null) {
-          const grant = this.grantFrom(message, sentAt);
-          if (grant !== null) return grant;
-        }
-        // Woken but beaten to the lock: back to the head of the queue, not the tail.
-        mode = message === undefined || message === null ? 'queue' : 'requeue';
-        scope.check();
-      }
-    } catch (error) {
-      // The caller is told at once; leaving runs on (after any call still in flight, on the same
-      // connection) and close() waits for it.
-      gaveUp.aborted = true;
-      if (queued) this.#leave(owner);
-      throw error;
-    } finally {
-      endWait();
-      watch?.close();
-    }
-  }
-
-  /** Leaves the queue, passing on a lock or wake-up given meanwhile. Idempotent; never throws. */
-  #leave(owner: string): void {
-    const leave = this.shared.topology.run(this.protocol.leave(owner));
-    this.shared.runtime.track(leave.catch(() => undefined));
-  }
-}
-
-/**
- * Reads a fair handoff, `"<owner> <fence> <pttl>"`. The lease began after the waiter's last queue
- * call was sent (the handoff can only follow it), so that call's send time bounds it safely. A
- * lease that would already be nearly over by that bound is confirmed by another attempt instead
- * (which also claims it), so `null` here means "ask Redis".
- */
-export function handoffGrant(message: string, lastSentAt: number): Grant | null {
-  const [, fenceText, pttlText] = message.split(' ');
-  const fence = Number(fenceText);
-  const pttl = Number(pttlText);
-  if (!Number.isInteger(fence) || !Number.isInteger(pttl)) return null;
-  const remaining = lastSentAt + pttl - driftMs(pttl) - monotonicNow();
-  if (remaining < pttl / 2) return null;
-  return { fence, holdCount: 1, pttl, sentAt: lastSentAt };
 }

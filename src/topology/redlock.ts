@@ -83,6 +83,17 @@ function isAttempt(script: unknown): boolean {
 /** The longest a master may take to answer one call: small against a lease, as Redlock asks. */
 const NODE_TIMEOUT_MS = 1_000;
 
+/** The kinds a Redlock set cannot serve soundly, and why. */
+const REFUSALS: Partial<Record<LockKindName, string>> = {
+  // A fair handoff happens inside one server's release script: N masters cannot agree on one waiter.
+  fairMutex: 'a fair handoff needs one server to give the lock to the next waiter: use mutex',
+  // Readers admitted together and writers handed the lock happen inside one server's scripts, as the fair handoff does.
+  readWrite: 'admitting queued readers together and handing the lock to a writer need one server to decide: use mutex',
+  // Each master capping its own holders at the limit does not cap the holders of majorities: with 2
+  // permits, A on {1,2,3}, B on {3,4,5} and C on {1,4,5} all hold, and no master has more than 2.
+  semaphore: 'majorities of masters that each admit up to the permits can together admit more holders than that',
+};
+
 export class Redlock implements Topology {
   readonly description: string;
   readonly extraReplyMs = 0;
@@ -116,8 +127,7 @@ export class Redlock implements Topology {
   }
 
   refuses(kind: LockKindName): string | undefined {
-    // A fair handoff happens inside one server's release script: N masters cannot agree on one waiter.
-    return kind === 'fairMutex' ? 'a fair handoff needs one server to give the lock to the next waiter: use mutex' : undefined;
+    return REFUSALS[kind];
   }
 
   /** One call reaches every master, so any group will do. */

@@ -18,7 +18,7 @@ import type { Arg, SubscriberConnection } from '../redis/connection.js';
 import type { Script } from '../redis/script-runner.js';
 
 /** The lock kinds a Padlock makes, by their factory's name. */
-export type LockKindName = 'mutex' | 'fairMutex';
+export type LockKindName = 'mutex' | 'fairMutex' | 'readWrite' | 'semaphore' | 'multi';
 
 /** One call of a lock kind's protocol: a script, the keys it touches (all in one slot) and its arguments. */
 export interface ScriptCall<Result> {

@@ -1,0 +1,132 @@
+/**
+ * Waiting without polling, shared by every kind whose protocol keeps a queue in Redis (mutex, fair
+ * mutex, read/write lock, semaphore). A waiter that finds the lock taken subscribes to its client's
+ * channel, then joins the queue in Redis in the same call that finds the lock still taken, and
+ * sleeps until a message names it (woken: try again; handed the hold: take it), its heartbeat is
+ * due, or the holder's lease runs out. Giving up leaves the queue, passing on whatever it was given.
+ */
+import { driftMs, monotonicNow } from '../clock.js';
+import { MAX_MS, type ResolvedAcquireOptions } from '../options.js';
+import type { AcquireReply } from '../scripts/index.js';
+import type { Watch } from '../subscriber.js';
+import type { ScriptCall } from '../topology/topology.js';
+import type { WaitScope } from '../wait-scope.js';
+import { Lock, type Grant } from './lock.js';
+import type { QueueMode } from './mutex-protocol.js';
+
+/** A waiter refreshes its place in the queue at least this often. */
+const HEARTBEAT_MS = 1_000;
+
+/** The calls a queued wait makes: a kind's protocol provides them. */
+export interface QueueProtocol {
+  /** The channel on which this Padlock's waiters of this lock are woken or handed the hold. */
+  readonly waiterChannel: string;
+  /**
+   * Takes a hold for a fresh `owner` if it may; `try` never queues; `queue` (tail) and `requeue`
+   * (head) join the queue or refresh the owner's heartbeat there. `ticket`: see MutexProtocol.attempt.
+   */
+  attempt(owner: string, leaseMs: number, mode: QueueMode, heartbeatMs: number, ticket: number): ScriptCall<AcquireReply>;
+  /** Takes a waiter that gave up out of the queue, passing on a turn it was given. Idempotent. */
+  leave(owner: string): ScriptCall<boolean>;
+}
+
+export abstract class QueuedLock extends Lock {
+  protected abstract readonly protocol: QueueProtocol;
+
+  /**
+   * The grant a message from a release carries, or `null` when the waiter must ask Redis again.
+   * A mutex waiter is only woken; the fair mutex reads its handoff here.
+   */
+  protected grantFrom(_message: string, _lastSentAt: number): Grant | null {
+    return null;
+  }
+
+  protected async obtain(owner: string, options: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant> {
+    // Short leases need frequent heartbeats: a fair handoff's lease counts from the last one sent.
+    const heartbeatMs = Math.max(5, Math.min(HEARTBEAT_MS, options.leaseMs / 3));
+    const { subscriber, topology, liveness, reaper } = this.shared;
+    const channel = this.protocol.waiterChannel;
+    let watch: Watch | undefined;
+    // Set before the first call that may queue this waiter is sent, not when its reply comes: a wait
+    // that ends while that call is in flight must still leave the queue, or it leaves a ghost there.
+    let queued = false;
+    // Aborted when this wait ends in failure, before the leave is sent: an attempt still in flight
+    // must not be re-sent after the leave (a NOSCRIPT fallback would queue the waiter again).
+    const gaveUp = { aborted: false };
+    // When this wait began, on this client's clock: Redlock's masters order their queues by it.
+    const ticket = Date.now();
+    const abandon = (late: AcquireReply): void => {
+      if (late.status === 'acquired') this.giveBack(owner, late.holdCount);
+    };
+    const endWait = liveness.beginWait();
+    try {
+      // While this client already listens (other local waiters), join the queue at once; a call
+      // that may not wait (tryAcquire) only ever tries.
+      let mode: QueueMode = scope.waitMs > 0 && subscriber.isSubscribed(channel) ? 'queue' : 'try';
+      for (;;) {
+        if (mode !== 'try') {
+          // Listen before joining the queue, so that the wake-up or handoff cannot be missed.
+          watch ??= subscriber.watch(channel);
+          await scope.race(watch.ready);
+          queued = true;
+        }
+        // A grant records this client as the holder: its liveness key must exist first.
+        const alive = liveness.ensure();
+        if (alive !== undefined) await scope.race(alive);
+        const sentAt = monotonicNow();
+        const reply: AcquireReply = await scope.race(topology.send(this.protocol.attempt(owner, options.leaseMs, mode, heartbeatMs, ticket), gaveUp), abandon);
+        if (reply.status === 'acquired') return { ...reply, sentAt };
+        if (reply.status === 'busy') scope.foundHeld();
+        if (scope.waitMs === 0 || reply.status === 'not-held') throw scope.timeout();
+        // reapDeadHolders: a queued waiter checks whether its holder is dead (at most once a heartbeat per lock).
+        if (reaper !== undefined && mode !== 'try' && reply.holder !== undefined) reaper.check(this.keys, reply.holder, heartbeatMs);
+        if (mode === 'try') {
+          mode = 'queue';
+          continue;
+        }
+        // Sleep until a release turns to us, the next heartbeat, or the holder's lease runs out
+        // (a crashed holder releases nothing).
+        const fallback: number = reply.pttl > 0 ? reply.pttl + 1 : heartbeatMs;
+        const message: string | null | undefined = watch?.take(owner) ?? (await watch?.sleep(Math.min(heartbeatMs, fallback, scope.remainingMs, MAX_MS), scope.signal, owner));
+        if (message !== undefined && message !== null) {
+          const grant = this.grantFrom(message, sentAt);
+          if (grant !== null) return grant;
+        }
+        // Woken but beaten to the lock: back to the head of the queue, not the tail.
+        mode = message === undefined || message === null ? 'queue' : 'requeue';
+        scope.check();
+      }
+    } catch (error) {
+      // The caller is told at once; leaving runs on (after any call still in flight, on the same
+      // connection) and close() waits for it.
+      gaveUp.aborted = true;
+      if (queued) this.#leave(owner);
+      throw error;
+    } finally {
+      endWait();
+      watch?.close();
+    }
+  }
+
+  /** Leaves the queue, passing on a lock or wake-up given meanwhile. Idempotent; never throws. */
+  #leave(owner: string): void {
+    const leave = this.shared.topology.run(this.protocol.leave(owner));
+    this.shared.runtime.track(leave.catch(() => undefined));
+  }
+}
+
+/**
+ * Reads a fair handoff, `"<owner> <fence> <pttl>"`. The lease began after the waiter's last queue
+ * call was sent (the handoff can only follow it), so that call's send time bounds it safely. A
+ * lease that would already be nearly over by that bound is confirmed by another attempt instead
+ * (which also claims it), so `null` here means "ask Redis".
+ */
+export function handoffGrant(message: string, lastSentAt: number): Grant | null {
+  const [, fenceText, pttlText] = message.split(' ');
+  const fence = Number(fenceText);
+  const pttl = Number(pttlText);
+  if (!Number.isInteger(fence) || !Number.isInteger(pttl)) return null;
+  const remaining = lastSentAt + pttl - driftMs(pttl) - monotonicNow();
+  if (remaining < pttl / 2) return null;
+  return { fence, holdCount: 1, pttl, sentAt: lastSentAt };
+}
