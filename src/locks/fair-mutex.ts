@@ -7,7 +7,6 @@
 import type { Shared } from '../shared.js';
 import type { Grant } from './lock.js';
 import { Mutex } from './mutex.js';
-import { handoffGrant } from './queued-lock.js';
 
 export class FairMutex extends Mutex {
   constructor(shared: Shared, name: string) {
@@ -15,8 +14,6 @@ export class FairMutex extends Mutex {
   }
 
   protected override grantFrom(message: string, lastSentAt: number): Grant | null {
-    // Where grants count only once confirmed (replicas acknowledged them), claim it with a call.
-    if (this.shared.topology.confirmsGrants) return null;
-    return handoffGrant(message, lastSentAt);
+    return this.handedOver(message, lastSentAt);
   }
 }

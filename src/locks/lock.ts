@@ -61,9 +61,10 @@ export abstract class Lock implements Lockable, HoldLock {
   readonly name: string;
   protected readonly keys: LockKeys;
 
-  constructor(protected readonly shared: Shared, name: string) {
+  /** @param keysOf the kind's key layout (default: the mutex family's, keys.ts) */
+  constructor(protected readonly shared: Shared, name: string, keysOf: (prefix: string, name: string) => LockKeys = lockKeys) {
     this.name = checkName(name);
-    this.keys = lockKeys(shared.prefix, this.name);
+    this.keys = keysOf(shared.prefix, this.name);
   }
 
   /** Holds of locks with the same family are renewed by the same script, so may share a call. */

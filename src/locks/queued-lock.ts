@@ -41,6 +41,17 @@ export abstract class QueuedLock extends Lock {
     return null;
   }
 
+  /**
+   * For kinds whose releases hand the hold to a waiter outright (fair mutex, and others that admit
+   * waiters in their scripts): the grant a handoff message carries, or `null` to ask Redis. Where
+   * grants count only once confirmed (replicas acknowledged them), always `null`: the waiter claims
+   * it with a call of its own.
+   */
+  protected handedOver(message: string, lastSentAt: number): Grant | null {
+    if (this.shared.topology.confirmsGrants) return null;
+    return handoffGrant(message, lastSentAt);
+  }
+
   protected async obtain(owner: string, options: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant> {
     // Short leases need frequent heartbeats: a fair handoff's lease counts from the last one sent.
     const heartbeatMs = Math.max(5, Math.min(HEARTBEAT_MS, options.leaseMs / 3));
