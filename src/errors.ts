@@ -13,7 +13,8 @@ export type PadlockErrorCode =
   | 'REDIS_UNAVAILABLE'
   | 'REDIS_COMMAND'
   | 'REPLICA_ACK'
-  | 'CLOSED';
+  | 'CLOSED'
+  | 'LOCK_UPGRADE';
 
 /** Base class of every padlock error. */
 export abstract class PadlockError extends Error {
@@ -175,6 +176,23 @@ export class PadlockClosedError extends PadlockError {
 
   constructor(lock?: string) {
     super('this Padlock is closed', lock);
+  }
+}
+
+/**
+ * A holder of a read lock asked for the write lock of the same read/write lock (by async context or
+ * owner token): an upgrade would wait for its own read hold to end, so it is refused at once. Release
+ * the read lock first, or take the write lock first and then the read lock (a downgrade).
+ */
+export class LockUpgradeError extends PadlockError {
+  override readonly name = 'LockUpgradeError';
+  readonly code = 'LOCK_UPGRADE';
+  /** The owner token of the read hold that asked. */
+  readonly owner: string | undefined;
+
+  constructor(lock: string, owner?: string) {
+    super(`cannot take the write lock of "${lock}" while holding its read lock${owner === undefined ? '' : ` (owner ${owner})`}: upgrades are refused (they could deadlock); release the read lock first`, lock);
+    this.owner = owner;
   }
 }
 

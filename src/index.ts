@@ -2,6 +2,7 @@
 export { Padlock } from './padlock.js';
 export { Lease } from './lease.js';
 export type { Lockable } from './locks/lock.js';
+export type { ReadWriteLock } from './locks/read-write.js';
 export type { AcquireOptions, MetricsOptions, PadlockOptions } from './options.js';
 export type { AcquiredEvent, HoldEvent, HoldWarningEvent, HoldWarningReason, PadlockEvents } from './events.js';
 export type { CounterLike, HistogramLike, InstrumentOptions, MeterLike, MeterProviderLike, MetricAttributes } from './observability/otel-types.js';
@@ -16,6 +17,7 @@ export {
   RedisCommandError,
   ReplicaAckError,
   PadlockClosedError,
+  LockUpgradeError,
   type PadlockErrorCode,
   type LockLostReason,
   type NodeOutcome,

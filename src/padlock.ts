@@ -9,6 +9,7 @@ import type { Lease } from './lease.js';
 import type { Lockable } from './locks/lock.js';
 import { FairMutex } from './locks/fair-mutex.js';
 import { Mutex } from './locks/mutex.js';
+import { readWriteLock, type ReadWriteLock } from './locks/read-write.js';
 import { resolvePadlockOptions, type AcquireOptions, type PadlockOptions } from './options.js';
 import { PadlockOptionError } from './errors.js';
 import type { CommandConnection } from './redis/connection.js';
@@ -129,6 +130,25 @@ export class Padlock extends EventEmitter<PadlockEvents> {
   fairMutex(name: string): Lockable {
     this.#servable('fairMutex', name);
     return new FairMutex(this.shared, name);
+  }
+
+  /**
+   * A reentrant read/write lock: `read` is shared by any number of owners while no writer holds,
+   * `write` is exclusive. Writer-preferring (once a writer waits, new readers queue behind it); a
+   * writer may take the read lock and then release the write lock (downgrade); a reader asking for
+   * the write lock is refused at once with `LockUpgradeError`. Each read hold has its own lease.
+   * Refused on Redlock (`PadlockOptionError`). Its keys are its own: `mutex(name)` is another lock.
+   * @param name 1 to 1 000 characters, any Unicode
+   * @example
+   * ```ts
+   * const { read, write } = padlock.readWrite('config');
+   * const value = await read.withLock(() => cache.get());
+   * await write.withLock(async (lease) => store.put(next, { fence: lease.fence }));
+   * ```
+   */
+  readWrite(name: string): ReadWriteLock {
+    this.#servable('readWrite', name);
+    return readWriteLock(this.shared, name);
   }
 
   /** Throws `PadlockOptionError` naming the kind and the topology when the topology refuses the kind. */

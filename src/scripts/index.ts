@@ -189,3 +189,53 @@ export const clientsAliveScript = defineScript('clients-alive.lua', luaSources.c
   if (!Number.isInteger(reply)) fail('clients-alive.lua', reply);
   return reply as number;
 });
+
+/** Outcome of a read/write lock re-entry: as an acquire's, or `upgrade` (a reader asked for the write lock). */
+export type ReadWriteReenterReply = AcquireReply | { readonly status: 'upgrade' };
+
+/** A read/write lock's state as rw-inspect.lua reads it. */
+export interface ReadWriteInspectReply {
+  /** Whether a write hold is held. */
+  readonly writer: boolean;
+  /** How many owners hold read holds. */
+  readonly readers: number;
+  /** The last fence handed out; 0 when none is known. */
+  readonly fence: number;
+}
+
+/** Read/write lock: take a hold on one side, or join (or refresh) the queue; see rw-acquire.lua. */
+export const readWriteAcquireScript = defineScript('rw-acquire.lua', luaSources.rwAcquire, acquireReply('rw-acquire.lua'));
+
+/** Read/write lock: one more hold for an owner that holds that side (or downgrades); see rw-reenter.lua. */
+export const readWriteReenterScript = defineScript('rw-reenter.lua', luaSources.rwReenter, (reply): ReadWriteReenterReply => {
+  if (Array.isArray(reply) && reply.length === 1 && reply[0] === -2) return { status: 'upgrade' };
+  return acquireReply('rw-reenter.lua')(reply);
+});
+
+/** Read/write lock: release holds of one side; see rw-release.lua. */
+export const readWriteReleaseScript = defineScript('rw-release.lua', luaSources.rwRelease, (reply): ReleaseReply => {
+  const r = integers('rw-release.lua', reply);
+  return r[0] === 1 ? { status: 'released', remaining: at(r, 1, 'rw-release.lua') } : { status: 'not-held' };
+});
+
+/** Read/write lock: a queued waiter leaves; see rw-leave.lua. True when it held something, which was freed. */
+export const readWriteLeaveScript = defineScript('rw-leave.lua', luaSources.rwLeave, (reply): boolean => {
+  if (reply !== 0 && reply !== 1) fail('rw-leave.lua', reply);
+  return reply === 1;
+});
+
+/** Read/write lock: renew or extend holds; see rw-renew.lua. One remaining lease (0: not held) per hold. */
+export const readWriteRenewScript = defineScript('rw-renew.lua', luaSources.rwRenew, (reply): number[] => integers('rw-renew.lua', reply));
+
+/** Read/write lock: take away every hold of one side; see rw-force-release.lua. */
+export const readWriteForceReleaseScript = defineScript('rw-force-release.lua', luaSources.rwForceRelease, (reply): boolean => {
+  if (reply !== 0 && reply !== 1) fail('rw-force-release.lua', reply);
+  return reply === 1;
+});
+
+/** Read/write lock: read its state; see rw-inspect.lua. */
+export const readWriteInspectScript = defineScript('rw-inspect.lua', luaSources.rwInspect, (reply): ReadWriteInspectReply => {
+  const r = integers('rw-inspect.lua', reply);
+  if (r.length !== 3) fail('rw-inspect.lua', reply);
+  return { writer: at(r, 0, 'rw-inspect.lua') === 1, readers: at(r, 1, 'rw-inspect.lua'), fence: at(r, 2, 'rw-inspect.lua') };
+});

@@ -1,0 +1,77 @@
+--[[
+  Read/write lock: take a hold on one side for a fresh owner if the lock allows it now, else (unless
+  'try') join the queue or refresh the owner's place there (a heartbeat). Writer-preferring: a read
+  is granted only while no writer holds and nobody is queued (a queued writer makes new readers
+  queue behind it); a write only while nobody holds and nobody is queued. Queued waiters the lock
+  allows are admitted first (rw_admit), so a waiter at the head is never passed over.
+  KEYS[1] state hash   KEYS[2] leases sorted set   KEYS[3] queue list   KEYS[4] waiters hash
+  ARGV[1] side: 'read' or 'write'   ARGV[2] owner token   ARGV[3] lease ms
+  ARGV[4] 'try' (never queue), 'tail' (join at the tail) or 'head' (at the head)
+  ARGV[5] client id (its channel is told when a queued owner is admitted)
+  ARGV[6] heartbeat allowance ms (a queued waiter not heard from for that long is taken for dead)
+  ARGV[7] downgrade: the owner of the write hold the caller runs under ('' none): a read for it is
+          granted whatever is queued, while that owner holds the write lock
+  ARGV[8] waiters' channel prefix   ARGV[9] 'SPUBLISH' (a Cluster) or 'PUBLISH'
+  Returns {1, fence, holdCount, pttl} when ARGV[2] holds that side now (a resend, or a waiter
+  admitted meanwhile, gets its state, the lease lengthened to ARGV[3]); {0, pttl, '', ''} when it
+  must wait (pttl: the longest remaining lease of the holds in its way, ms).
+]]
+local state, leases, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local side, owner, lease, mode, client = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
+local allowance = tonumber(ARGV[6])
+local now = server_now()
+rw_prune(state, leases, now)
+rw_admit(state, leases, queue, waiters, now, ARGV[8], publish_command(ARGV[9]), owner)
+local member = rw_member(side, owner)
+local expiry = redis.call('ZSCORE', leases, member)
+if expiry then
+  expiry = math.max(tonumber(expiry), now + lease)
+  redis.call('ZADD', leases, expiry, member)
+  rw_keep(state, leases, now)
+  return {1, tonumber(redis.call('HGET', state, 'fence')), tonumber(redis.call('HGET', state, member)), expiry - now}
+end
+local writer = redis.call('HGET', state, 'writer')
+local allowed
+if side == 'read' and ARGV[7] ~= '' and writer == ARGV[7] then
+  allowed = true
+elseif side == 'write' then
+  allowed = redis.call('ZCARD', leases) == 0 and redis.call('LLEN', queue) == 0
+else
+  allowed = not writer and redis.call('LLEN', queue) == 0
+end
+if allowed then
+  local fence = rw_grant(state, leases, side, owner, lease, now)
+  rw_keep(state, leases, now)
+  return {1, tonumber(fence), 1, lease}
+end
+local busy = {0, rw_longest(leases, now), '', ''}
+if mode == 'try' then
+  return busy
+end
+-- The queue's keys outlive their last live waiter by one to three allowances (as enqueue.lua's).
+local keep = allowance * 3
+local fields = '|' .. client .. '|' .. lease .. '|' .. allowance .. '|' .. side .. '|'
+local entry = owner .. fields .. now .. '|' .. (now + allowance)
+if redis.call('HSETNX', waiters, owner, entry) == 1 then
+  if mode == 'head' then
+    redis.call('LPUSH', queue, entry)
+  else
+    redis.call('RPUSH', queue, entry)
+  end
+else
+  -- Queued already (a heartbeat, or a resent call): its entry gets the new expiry, in place.
+  local old = redis.call('HGET', waiters, owner)
+  entry = owner .. fields .. parse_entry(old).since .. '|' .. (now + allowance)
+  local at = redis.call('LPOS', queue, old)
+  if at then
+    redis.call('LSET', queue, at, entry)
+  else
+    redis.call('RPUSH', queue, entry)
+  end
+  redis.call('HSET', waiters, owner, entry)
+end
+if redis.call('PTTL', queue) < allowance * 2 then
+  redis.call('PEXPIRE', queue, keep)
+  redis.call('PEXPIRE', waiters, keep)
+end
+return busy
