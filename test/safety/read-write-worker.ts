@@ -54,7 +54,7 @@ async function main(): Promise<void> {
 
   const section = async (slot: number, seq: number): Promise<void> => {
     const lingers = config.linger !== undefined && slot === 0 && seq === 0;
-    const side: ReadWriteSide = lingers ? config.linger! : random.chance(config.readShare) ? 'read' : 'write';
+    const side: ReadWriteSide = lingers ? config.linger : random.chance(config.readShare) ? 'read' : 'write';
     let lease: Lease;
     try {
       lease = await lock[side].acquire({ waitMs: 60_000 });
