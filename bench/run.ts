@@ -16,6 +16,8 @@
  *   --scale-only      run only the scale rows (peers at their defaults: nothing is tuned)
  *   --scale-locks N, --scale-workers N, --scale-processes N (0: in-process only), --scale-seconds S,
  *   --scale-leases N, --scale-waiters N, --scale-lease-ms MS: see bench/README.md
+ *   --no-read-write   skip the read-mostly rows (read/write lock vs mutex)
+ *   --read-write-only run only the read-mostly rows
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -46,6 +48,7 @@ import {
 } from './report.js';
 import { runAllLeases, runScaleContended, type LeaseResult, type ScaleFailure, type ScaleOptions } from './scale.js';
 import { measurePing, runUncontended, type PingResult, type UncontendedResult } from './uncontended.js';
+import { readWriteSections, runReadWriteBench } from './read-write.js';
 
 installCommandMeter();
 
@@ -69,6 +72,8 @@ const { values: args } = parseArgs({
     'scale-leases': { type: 'string', default: '10000' },
     'scale-waiters': { type: 'string', default: '1000' },
     'scale-lease-ms': { type: 'string', default: '3000' },
+    'no-read-write': { type: 'boolean', default: false },
+    'read-write-only': { type: 'boolean', default: false },
   },
 });
 
@@ -89,10 +94,11 @@ const roundMs = positive('round-ms', args['round-ms'], false);
 const withProcesses = !args['no-processes'];
 const masterCount = positive('masters', args.masters, true);
 if (masterCount < 3) throw new Error(`--masters must be at least 3 (a Redlock set needs a majority that survives the loss of one), got ${masterCount}`);
-const scaleOnly = args['scale-only'];
-if (scaleOnly && args['no-scale']) throw new Error('--scale-only and --no-scale leave nothing to run');
+const readWriteOnly = args['read-write-only'];
+const scaleOnly = args['scale-only'] || readWriteOnly;
+if (args['scale-only'] && args['no-scale']) throw new Error('--scale-only and --no-scale leave nothing to run');
 const withRedlock = !args['no-redlock'] && !scaleOnly;
-const withScale = !args['no-scale'];
+const withScale = !args['no-scale'] && !readWriteOnly;
 const scaleLeaseMs = positive('scale-lease-ms', args['scale-lease-ms'], true);
 if (scaleLeaseMs < 300) throw new Error(`--scale-lease-ms must be at least 300 (renewals a third of it apart), got ${scaleLeaseMs}`);
 const scale: ScaleOptions = {
@@ -324,6 +330,7 @@ async function main(): Promise<void> {
     const ping = await measurePing(url);
     log(`ping p50 ${fixed(ping.p50, 3)} ms`);
     const core = scaleOnly ? undefined : await coreRuns(servers, ping);
+    const readWrite = args['no-read-write'] ? undefined : await runReadWriteBench(url, { workers, seconds }, log);
     // Last: the lease runs flush the server between libraries.
     const scaled = withScale ? await scaleRuns(servers, core?.tuning) : undefined;
 
@@ -336,6 +343,7 @@ async function main(): Promise<void> {
     out.push(`peers: ${PEERS.map((p) => `${p.name}@${p.version}`).join(', ')}`);
     out.push(`ping p50 ${fixed(ping.p50, 3)} ms, p99 ${fixed(ping.p99, 3)} ms (${ping.samples} sequential PINGs, idle server)`);
     if (core !== undefined) out.push(...coreSections(core));
+    if (readWrite !== undefined) out.push(...readWriteSections(readWrite));
     if (scaled !== undefined) out.push(...scaleSections(scaled));
     if (core !== undefined) out.push('', '## Targets', '', targetsTable(core.goals));
     out.push('', `total bench time ${fixed((Date.now() - started) / 1000, 0)} s`);
@@ -379,6 +387,7 @@ async function main(): Promise<void> {
               failures: scaled.failures,
             },
       targets: core?.goals ?? null,
+      readMostly: readWrite ?? null,
     };
     writeFileSync(new URL('../../bench/results.json', import.meta.url), `${JSON.stringify(json, null, 2)}\n`);
     log('wrote bench/results.json');
