@@ -207,7 +207,7 @@ describe('readWrite: re-entry, downgrade, upgrade', () => {
 });
 
 describe('readWrite: leases', () => {
-  it('each read hold has its own lease on the server clock, renewed in one call with the others', async () => {
+  it("each read hold has its own lease on the server clock: renewing or extending one leaves the others' alone", async () => {
     const admin = connect(server);
     const keys = keysOf('rw:leases');
     const padlock = padlockOn(server, { leaseMs: 900 });
@@ -220,6 +220,26 @@ describe('readWrite: leases', () => {
     await a.extend(5_000);
     assert.equal(await admin.zscore(keys.leases, holdMember('read', b.owner)), before, "renewing and extending one lease leave the other's alone");
     await Promise.all([a.release(), b.release()]);
+  });
+
+  it("the watchdog renews read and write holds of many locks in one rw-renew.lua call", async () => {
+    const padlock = padlockOn(server, { leaseMs: 600 });
+    const batches: number[] = [];
+    const topology = padlock.shared.topology;
+    const runMany = topology.runMany.bind(topology);
+    topology.runMany = (calls) => {
+      for (const call of calls) if (call.script.name === 'rw-renew.lua') batches.push(call.keys.length / 2);
+      return runMany(calls);
+    };
+    const leases: Lease[] = [];
+    for (let i = 0; i < 4; i++) {
+      const { read } = padlock.readWrite(`rw:batch:${i}`);
+      leases.push(await read.acquire(), await read.acquire());
+    }
+    for (let i = 4; i < 7; i++) leases.push(await padlock.readWrite(`rw:batch:${i}`).write.acquire());
+    assert.ok(await eventually(() => batches.some((holds) => holds === leases.length), 5_000), `renewal calls renewed ${batches.join(', ')} holds`);
+    assert.ok(leases.every((l) => l.isHeld));
+    await Promise.all(leases.map((l) => l.release()));
   });
 
   it('keys expire once unused: the leases with the last hold, the state an hour after, the queue after its last waiter', async () => {
