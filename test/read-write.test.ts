@@ -279,6 +279,13 @@ describe('readWrite: resends and input', () => {
     assert.ok(again.status === 'acquired' && again.holdCount === 2, 'the resent re-entry counted once');
     const release = protocol.release(owner, 1);
     assert.deepEqual(await runCall(admin, release), { status: 'released', remaining: 1 });
+    // Other readers' calls go through the same request log: 40 of them before the resend arrives.
+    for (let i = 0; i < 20; i++) {
+      const other = `resend-other-${String(i).padStart(10, '0')}`;
+      await runCall(admin, protocol.attempt(other, 10_000, 'try', 1_000));
+      await runCall(admin, protocol.reenter(other, 10_000));
+      await runCall(admin, protocol.release(other, 2));
+    }
     assert.deepEqual(await runCall(admin, release), { status: 'released', remaining: 1 }, 'the resent release counted once');
     assert.deepEqual(await runCall(admin, protocol.release(owner, 1)), { status: 'released', remaining: 0 });
     assert.equal(await admin.exists(keys.leases), 0);

@@ -1,11 +1,18 @@
 -- The read/write lock's state (docs/protocol.md, "Read/write lock"). Two keys hold it:
--- `state`, a hash: 'fence' (the last fence handed out), 'log' (the request log, as _lock.lua's),
+-- `state`, a hash: 'fence' (the last fence handed out), 'log' (the request log: " id id … ", newest
+-- first, RW_LOG_ENTRIES at most, longer than the mutex's since every reader's calls share it),
 -- 'writer' (the write hold's owner, while held) and one field per hold, 'r:<owner>' or 'w:<owner>'
 -- → its hold count; `leases`, a sorted set: the same 'r:<owner>' / 'w:<owner>' → the hold's expiry
 -- in ms on the server's clock. A hold is held exactly while its expiry is later than `now`: each
 -- read hold has a lease of its own, so a crashed reader's hold runs out alone.
 -- Queue entries are _queue.lua's, with kind 'read' or 'write'.
 local RW_RETENTION_MS = 3600000
+local RW_LOG_ENTRIES = 64
+
+-- The request log with `req` added (its newest RW_LOG_ENTRIES ids kept).
+local function rw_remember(log, req)
+  return string.sub(' ' .. req .. log, 1, (#req + 1) * RW_LOG_ENTRIES + 1)
+end
 
 -- Forgets holds whose lease ran out (the sorted set may also have expired whole).
 local function rw_prune(state, leases, now)

@@ -32,6 +32,6 @@ elseif side == 'write' and redis.call('ZSCORE', leases, rw_member('read', owner)
 else
   return {-1}
 end
-redis.call('HSET', state, 'log', remember(log, req))
+redis.call('HSET', state, 'log', rw_remember(log, req))
 rw_keep(state, leases, now)
 return {1, tonumber(redis.call('HGET', state, 'fence')), count, expiry - now}

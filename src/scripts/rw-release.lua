@@ -21,7 +21,7 @@ end
 if not held then
   return {0}
 end
-redis.call('HSET', state, 'log', remember(log, req))
+redis.call('HSET', state, 'log', rw_remember(log, req))
 local count = math.max(0, tonumber(redis.call('HGET', state, member)) - tonumber(ARGV[3]))
 if count > 0 then
   redis.call('HSET', state, member, count)
