@@ -291,6 +291,25 @@ describe('readWrite: resends and input', () => {
     assert.equal(await admin.exists(keys.leases), 0);
   });
 
+  it('leaving the queue frees a hold handed over meanwhile and admits the next waiters; run again, it changes nothing', async () => {
+    const admin = connect(server);
+    const write = new ReadWriteProtocol(readWriteKeys('write')('padlock', 'rw:leave-handed'), 'client', false);
+    const read = new ReadWriteProtocol(readWriteKeys('read')('padlock', 'rw:leave-handed'), 'client', false);
+    const [holder, gone, next] = ['leave-holder-0123456789', 'leave-gone-01234567890', 'leave-next-01234567890'];
+    assert.equal((await runCall(admin, write.attempt(holder, 10_000, 'try', 1_000))).status, 'acquired');
+    assert.equal((await runCall(admin, write.attempt(gone, 10_000, 'queue', 1_000))).status, 'busy');
+    assert.equal((await runCall(admin, read.attempt(next, 10_000, 'queue', 1_000))).status, 'busy');
+    assert.deepEqual(await runCall(admin, write.release(holder, 1)), { status: 'released', remaining: 0 });
+    assert.deepEqual(await runCall(admin, write.inspect()), { writer: true, readers: 0, fence: (await runCall(admin, write.inspect())).fence }, 'the queued writer was handed the lock');
+    assert.equal(await runCall(admin, write.leave(gone)), true, 'it held the lock: freed');
+    const after = await runCall(admin, write.inspect());
+    assert.equal(after.writer, false);
+    assert.equal(after.readers, 1, 'the reader behind it was admitted');
+    assert.equal(await runCall(admin, write.leave(gone)), false);
+    assert.deepEqual(await runCall(admin, write.inspect()), after, 'leaving again changed nothing');
+    assert.deepEqual(await runCall(admin, read.release(next, 1)), { status: 'released', remaining: 0 });
+  });
+
   it('bad input is refused with PadlockOptionError before anything is sent', async () => {
     const admin = connect(server);
     const padlock = padlockOn(server);
