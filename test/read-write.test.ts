@@ -259,6 +259,23 @@ describe('readWrite: leases', () => {
     const ttl = await admin.pttl(keys.state);
     assert.ok(ttl > 3_500_000 && ttl <= 3_600_000, `state kept ${ttl} ms for its fence`);
   });
+  it('many names read and written leave no key without an expiry, none longer than an hour', async () => {
+    const admin = connect(server);
+    const padlock = padlockOn(server);
+    await Promise.all(
+      Array.from({ length: 200 }, async (_, i) => {
+        const { read, write } = padlock.readWrite(`rw-footprint:${i}`);
+        await (await read.acquire()).release();
+        await (await write.acquire()).release();
+      }),
+    );
+    const keys = await admin.keys('padlock:{rw-footprint:*');
+    assert.equal(keys.length, 200, 'one key per name: the state hash, keeping the fence');
+    for (const key of keys) {
+      const pttl = await admin.pttl(key);
+      assert.ok(pttl > 0 && pttl <= 3_600_000, `${key} expires in ${pttl} ms`);
+    }
+  });
 });
 
 describe('readWrite: resends and input', () => {
