@@ -40,7 +40,9 @@ export class Lease implements AsyncDisposable {
   /**
    * Fencing token: strictly greater than that of every earlier fresh acquisition of this lock, and
    * the same for re-entries. Send it with every write to the protected store, which should refuse
-   * any write (and read) carrying a lower fence than the highest it has seen.
+   * any write (and read) carrying a lower fence than the highest it has seen. A read/write lock's
+   * read hold is the exception: it gets the fence of the last write before it, shared by the readers
+   * (docs/protocol.md, "Read/write lock").
    */
   get fence(): number {
     return this.#hold.fence;
