@@ -93,6 +93,15 @@ export abstract class Lock implements Lockable, HoldLock {
     return this.#acquire(options, Infinity);
   }
 
+  /**
+   * @internal Takes a fresh hold under `owner`, a token its caller made or holds other locks under
+   * (a multi-lock's names share one owner), waiting as `acquire` does. The caller makes sure that
+   * `owner` does not hold this lock already (that is a re-entry: `acquire({ owner })`).
+   */
+  acquireFresh(owner: string, options: AcquireOptions): Promise<Lease> {
+    return this.#acquire(options, Infinity, owner);
+  }
+
   async tryAcquire(options?: AcquireOptions): Promise<Lease | null> {
     try {
       return await this.#acquire(options, 0);
@@ -159,12 +168,12 @@ export abstract class Lock implements Lockable, HoldLock {
     this.shared.emit('extended', holdEvent(hold));
   }
 
-  async #acquire(options: AcquireOptions | undefined, defaultWaitMs: number): Promise<Lease> {
+  async #acquire(options: AcquireOptions | undefined, defaultWaitMs: number, freshOwner?: string): Promise<Lease> {
     const { runtime, topology } = this.shared;
     const opts = resolveAcquireOptions(options, { waitMs: defaultWaitMs, leaseMs: this.shared.leaseMs });
     runtime.assertOpen(this.name);
     opts.signal?.throwIfAborted();
-    const existing = opts.owner === undefined ? runtime.contextHold(this.keys.lock) : runtime.findHold(this.keys.lock, opts.owner);
+    const existing = freshOwner !== undefined ? undefined : opts.owner === undefined ? runtime.contextHold(this.keys.lock) : runtime.findHold(this.keys.lock, opts.owner);
     const scope = new WaitScope(this.name, opts.waitMs, opts.signal, runtime.closing, topology.replyTimeoutMs, topology.extraReplyMs, (lock, ms) => topology.noReply(lock, ms));
     const { observer } = this.shared;
     if (observer !== undefined) scope.onHeld = (first) => observer.held(this, first);
@@ -173,7 +182,7 @@ export abstract class Lock implements Lockable, HoldLock {
       if (existing !== undefined) lease = await this.#reenter(existing, opts, scope);
       else if (opts.owner !== undefined) lease = await this.#reenterRemote(opts.owner, opts, scope);
       else {
-        const owner = newOwnerToken();
+        const owner = freshOwner ?? newOwnerToken();
         lease = this.#newHold(owner, await this.obtain(owner, opts, scope), opts, scope);
       }
       observer?.acquireEnded(this, existing === undefined && opts.owner === undefined ? 'acquired' : 'reentered', scope.waitedMs, since(scope.firstHeldAt));
