@@ -3,6 +3,8 @@ export { Padlock } from './padlock.js';
 export { Lease } from './lease.js';
 export type { Lockable } from './locks/lock.js';
 export type { ReadWriteLock } from './locks/read-write.js';
+export { MultiLease } from './locks/multi-lease.js';
+export type { MultiLockable } from './locks/multi.js';
 export type { AcquireOptions, MetricsOptions, PadlockOptions } from './options.js';
 export type { AcquiredEvent, HoldEvent, HoldWarningEvent, HoldWarningReason, PadlockEvents } from './events.js';
 export type { CounterLike, HistogramLike, InstrumentOptions, MeterLike, MeterProviderLike, MetricAttributes } from './observability/otel-types.js';

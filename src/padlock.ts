@@ -10,6 +10,7 @@ import type { Lockable } from './locks/lock.js';
 import { FairMutex } from './locks/fair-mutex.js';
 import { Mutex } from './locks/mutex.js';
 import { readWriteLock, type ReadWriteLock } from './locks/read-write.js';
+import { MultiLock, type MultiLockable } from './locks/multi.js';
 import { resolvePadlockOptions, type AcquireOptions, type PadlockOptions } from './options.js';
 import { PadlockOptionError } from './errors.js';
 import type { CommandConnection } from './redis/connection.js';
@@ -149,6 +150,22 @@ export class Padlock extends EventEmitter<PadlockEvents> {
   readWrite(name: string): ReadWriteLock {
     this.#servable('readWrite', name);
     return readWriteLock(this.shared, name);
+  }
+
+  /**
+   * One lock over several names, all or nothing: its one lease holds every name (a mutex hold of
+   * each, under one owner), releases all, and its `signal` aborts when any is lost. Names are taken
+   * one after another in one canonical order (sorted; duplicates folded), so callers asking for
+   * overlapping sets in any order never deadlock; a time-out, abort or failure part-way releases the
+   * names taken. Works wherever `mutex` does, with names in any Cluster slots. A name held here by
+   * a mutex is held by a multi-lock over it, and the other way round (they share keys).
+   * @param names a non-empty array of lock names (each 1 to 1 000 characters, any Unicode)
+   * @throws PadlockOptionError when `names` is not a non-empty array of valid names (nothing is sent)
+   */
+  multi(names: readonly string[]): MultiLockable {
+    const lock = new MultiLock(this.shared, names);
+    this.#servable('multi', lock.name);
+    return lock;
   }
 
   /** Throws `PadlockOptionError` naming the kind and the topology when the topology refuses the kind. */
