@@ -303,6 +303,20 @@ describe('multi-lock · one server: validation, folding, partial re-entry', () =
     assert.equal(overlaps, 0);
   });
 
+  it('a name taken early and lost while a later one is awaited ends the wait with its LockLostError, nothing left held', async () => {
+    const p = await topology.padlock();
+    const q = await topology.padlock();
+    const busy = await q.mutex('e:b').acquire();
+    const acquiring = p.multi(['e:a', 'e:b']).acquire({ leaseMs: 300, autoExtend: true });
+    assert.ok(await eventually(async () => (await topology.read((client) => queuedOwners(client, lockKeys('padlock', 'e:b').queue))).length === 1), 'it holds e:a and waits for e:b');
+    const rejected = assert.rejects(acquiring, (error: unknown) => error instanceof LockLostError && error.lock === 'e:a');
+    assert.equal(await q.mutex('e:a').forceRelease(), true);
+    await rejected;
+    assert.deepEqual(await heldNames(topology, ['e:a', 'e:b']), ['e:b']);
+    assert.ok(await eventually(async () => (await topology.read((client) => queuedOwners(client, lockKeys('padlock', 'e:b').queue))).length === 0), 'it left the queue of e:b');
+    await busy.release();
+  });
+
   it('close() rejects a multi-lock waiting part-way and releases what it took', async () => {
     const p = await topology.padlock();
     const q: Padlock = await topology.padlock();
