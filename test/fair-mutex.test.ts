@@ -1,15 +1,14 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { lockKeys } from '../src/keys.js';
 import { MutexProtocol } from '../src/locks/mutex-protocol.js';
 import { probeScripts, probeWakes } from './harness/probes.js';
 import { connect, delay, eventually, padlockOn, runCall, startServer } from './harness/redis.js';
 import { holdsOf } from './harness/lock-state.js';
+import { fixture } from './harness/children.js';
 
-const fixture = (name: string): string => fileURLToPath(new URL(`./fixtures/${name}.js`, import.meta.url));
 
 let server: RedisServer;
 before(async () => {

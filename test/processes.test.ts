@@ -1,21 +1,13 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { fork, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { fork } from 'node:child_process';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { monotonicNow } from '../src/clock.js';
 import { lockKeys } from '../src/keys.js';
 import { probeWakes } from './harness/probes.js';
 import { commandCalls, connect, padlockOn, startServer } from './harness/redis.js';
+import { fixture, firstMessage } from './harness/children.js';
 
-const fixture = (name: string): string => fileURLToPath(new URL(`./fixtures/${name}.js`, import.meta.url));
-
-function firstMessage<T>(child: ChildProcess): Promise<T> {
-  return new Promise((resolve, reject) => {
-    child.once('message', (message) => resolve(message as T));
-    child.once('exit', (code) => reject(new Error(`worker exited with ${code} before reporting`)));
-  });
-}
 
 let server: RedisServer;
 before(async () => {
