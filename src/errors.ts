@@ -14,7 +14,8 @@ export type PadlockErrorCode =
   | 'REDIS_COMMAND'
   | 'REPLICA_ACK'
   | 'CLOSED'
-  | 'LOCK_UPGRADE';
+  | 'LOCK_UPGRADE'
+  | 'PERMIT_LIMIT';
 
 /** Base class of every padlock error. */
 export abstract class PadlockError extends Error {
@@ -207,4 +208,24 @@ function describe(value: unknown): string {
   if (value === undefined) return 'undefined';
   if (Array.isArray(value)) return `an array of ${value.length}`;
   return typeof value === 'object' ? 'an object' : typeof value;
+}
+
+/**
+ * A semaphore request asks more permits than the semaphore's limit, so it could never be granted:
+ * refused at once, or, for a waiter already queued, as soon as `setPermits` lowers the limit below
+ * its request (it leaves the queue; it never waits forever).
+ */
+export class PermitLimitError extends PadlockError {
+  override readonly name = 'PermitLimitError';
+  readonly code = 'PERMIT_LIMIT';
+  /** The permits asked. */
+  readonly permits: number;
+  /** The semaphore's limit when the request was refused. */
+  readonly limit: number;
+
+  constructor(lock: string, permits: number, limit: number) {
+    super(`semaphore "${lock}" cannot grant ${permits} permits: its limit is ${limit} (raise it with setPermits, or ask fewer)`, lock);
+    this.permits = permits;
+    this.limit = limit;
+  }
 }

@@ -5,6 +5,7 @@ export type { Lockable } from './locks/lock.js';
 export type { ReadWriteLock } from './locks/read-write.js';
 export { MultiLease } from './locks/multi-lease.js';
 export type { MultiLockable } from './locks/multi.js';
+export type { SemaphoreLock, SemaphoreAcquireOptions } from './locks/semaphore.js';
 export type { AcquireOptions, MetricsOptions, PadlockOptions } from './options.js';
 export type { AcquiredEvent, HoldEvent, HoldWarningEvent, HoldWarningReason, PadlockEvents } from './events.js';
 export type { CounterLike, HistogramLike, InstrumentOptions, MeterLike, MeterProviderLike, MetricAttributes } from './observability/otel-types.js';
@@ -20,6 +21,7 @@ export {
   ReplicaAckError,
   PadlockClosedError,
   LockUpgradeError,
+  PermitLimitError,
   type PadlockErrorCode,
   type LockLostReason,
   type NodeOutcome,

@@ -11,7 +11,8 @@ import { FairMutex } from './locks/fair-mutex.js';
 import { Mutex } from './locks/mutex.js';
 import { readWriteLock, type ReadWriteLock } from './locks/read-write.js';
 import { MultiLock, type MultiLockable } from './locks/multi.js';
-import { resolvePadlockOptions, type AcquireOptions, type PadlockOptions } from './options.js';
+import { checkPermits, Semaphore, type SemaphoreLock } from './locks/semaphore.js';
+import { checkName, resolvePadlockOptions, type AcquireOptions, type PadlockOptions } from './options.js';
 import { PadlockOptionError } from './errors.js';
 import type { CommandConnection } from './redis/connection.js';
 import { Runtime } from './runtime.js';
@@ -166,6 +167,21 @@ export class Padlock extends EventEmitter<PadlockEvents> {
     const lock = new MultiLock(this.shared, names);
     this.#servable('multi', lock.name);
     return lock;
+  }
+
+  /**
+   * A semaphore of `permits` permits across all processes: `acquire({ permits: n })` takes n at once
+   * (default 1) as one lease, renewed while its holder lives and expiring on the server's clock if
+   * it dies; waiters are served in FIFO order. `available()`, `setPermits(n)`. Refused on Redlock.
+   * @param name 1 to 1 000 characters, any Unicode
+   * @param permits the limit while none is stored by `setPermits`: an integer ≥ 1
+   * @throws PadlockOptionError when `name` or `permits` is invalid, or on Redlock (nothing is sent to Redis)
+   */
+  semaphore(name: string, permits: number): SemaphoreLock {
+    checkName(name);
+    checkPermits('permits', permits);
+    this.#servable('semaphore', name);
+    return new Semaphore(this.shared, name, permits);
   }
 
   /** Throws `PadlockOptionError` naming the kind and the topology when the topology refuses the kind. */

@@ -52,6 +52,14 @@ export abstract class QueuedLock extends Lock {
     return handoffGrant(message, lastSentAt);
   }
 
+  /**
+   * The error for an attempt refused outright because it asks more than the lock can ever give (a
+   * semaphore request over its limit; no other kind's scripts answer so).
+   */
+  protected overLimit(limit: number): Error {
+    return new TypeError(`lock "${this.name}" refused an attempt over its limit (${limit}), which only a semaphore may do`);
+  }
+
   protected async obtain(owner: string, options: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant> {
     // Short leases need frequent heartbeats: a fair handoff's lease counts from the last one sent.
     const heartbeatMs = Math.max(5, Math.min(HEARTBEAT_MS, options.leaseMs / 3));
@@ -87,6 +95,7 @@ export abstract class QueuedLock extends Lock {
         const sentAt = monotonicNow();
         const reply: AcquireReply = await scope.race(topology.send(this.protocol.attempt(owner, options.leaseMs, mode, heartbeatMs, ticket), gaveUp), abandon);
         if (reply.status === 'acquired') return { ...reply, sentAt };
+        if (reply.status === 'over-limit') throw this.overLimit(reply.limit);
         if (reply.status === 'busy') scope.foundHeld();
         if (scope.waitMs === 0 || reply.status === 'not-held') throw scope.timeout();
         // reapDeadHolders: a queued waiter checks whether its holder is dead (at most once a heartbeat per lock).

@@ -7,7 +7,9 @@ import type { Holder } from '../keys.js';
 export type AcquireReply =
   | { readonly status: 'acquired'; readonly fence: number; readonly holdCount: number; readonly pttl: number }
   | { readonly status: 'busy'; readonly pttl: number; readonly holder?: HolderReply | undefined }
-  | { readonly status: 'not-held' };
+  | { readonly status: 'not-held' }
+  /** A semaphore attempt asking more permits than the limit: it could never be granted. */
+  | { readonly status: 'over-limit'; readonly limit: number };
 
 /**
  * Who holds a lock, as a refused attempt (acquire.lua, enqueue.lua) reads it: enough for a waiter to
@@ -238,4 +240,67 @@ export const readWriteInspectScript = defineScript('rw-inspect.lua', luaSources.
   const r = integers('rw-inspect.lua', reply);
   if (r.length !== 3) fail('rw-inspect.lua', reply);
   return { writer: at(r, 0, 'rw-inspect.lua') === 1, readers: at(r, 1, 'rw-inspect.lua'), fence: at(r, 2, 'rw-inspect.lua') };
+});
+
+/** A semaphore's state as semaphore-inspect.lua reads it, on the server's clock. */
+export interface SemaphoreInspectReply {
+  /** The limit: the stored one, else the default the call passed. */
+  readonly limit: number;
+  /** Whether the limit is stored (set by `setPermits`). */
+  readonly stored: boolean;
+  /** Permits held by holders whose lease has not run out. */
+  readonly used: number;
+  /** How many such holders. */
+  readonly holders: number;
+  /** Ms until the earliest live lease runs out; -2 when none. */
+  readonly earliestPttl: number;
+  /** Entries in the queue, live or not. */
+  readonly queued: number;
+}
+
+/** The reply of semaphore-acquire.lua: an acquire reply, or `{-2, limit}` (more permits asked than the limit). */
+function semaphoreAttemptReply(reply: unknown): AcquireReply {
+  if (Array.isArray(reply) && reply[0] === -2) return { status: 'over-limit', limit: at(integers('semaphore-acquire.lua', reply), 1, 'semaphore-acquire.lua') };
+  return acquireReply('semaphore-acquire.lua')(reply);
+}
+
+/** Take permits of a semaphore, or join (or refresh) its queue, or only try; see semaphore-acquire.lua. */
+export const semaphoreAcquireScript = defineScript('semaphore-acquire.lua', luaSources.semaphoreAcquire, semaphoreAttemptReply);
+
+/** One more hold for an owner that holds permits; see semaphore-reenter.lua (`not-held` when it holds nothing). */
+export const semaphoreReenterScript = defineScript('semaphore-reenter.lua', luaSources.semaphoreReenter, acquireReply('semaphore-reenter.lua'));
+
+/** Release holds of a semaphore's owner; see semaphore-release.lua. */
+export const semaphoreReleaseScript = defineScript('semaphore-release.lua', luaSources.semaphoreRelease, (reply): ReleaseReply => {
+  const r = integers('semaphore-release.lua', reply);
+  return r[0] === 1 ? { status: 'released', remaining: at(r, 1, 'semaphore-release.lua') } : { status: 'not-held' };
+});
+
+/** Renew or extend semaphore holds; see semaphore-renew.lua. One remaining lease (0: not held) per hold. */
+export const semaphoreRenewScript = defineScript('semaphore-renew.lua', luaSources.semaphoreRenew, (reply): number[] => integers('semaphore-renew.lua', reply));
+
+/** A semaphore waiter leaves the queue; see semaphore-leave.lua. True when permits it held were returned. */
+export const semaphoreLeaveScript = defineScript('semaphore-leave.lua', luaSources.semaphoreLeave, (reply): boolean => {
+  if (reply !== 0 && reply !== 1) fail('semaphore-leave.lua', reply);
+  return reply === 1;
+});
+
+/** Free every permit of a semaphore; see semaphore-force-release.lua. True when any was held. */
+export const semaphoreForceReleaseScript = defineScript('semaphore-force-release.lua', luaSources.semaphoreForceRelease, (reply): boolean => {
+  if (reply !== 0 && reply !== 1) fail('semaphore-force-release.lua', reply);
+  return reply === 1;
+});
+
+/** Set a semaphore's limit; see semaphore-set-permits.lua. The permits held by live holders. */
+export const semaphoreSetPermitsScript = defineScript('semaphore-set-permits.lua', luaSources.semaphoreSetPermits, (reply): number => {
+  if (!Number.isInteger(reply)) fail('semaphore-set-permits.lua', reply);
+  return reply as number;
+});
+
+/** Read a semaphore's state; see semaphore-inspect.lua. */
+export const semaphoreInspectScript = defineScript('semaphore-inspect.lua', luaSources.semaphoreInspect, (reply): SemaphoreInspectReply => {
+  const r = integers('semaphore-inspect.lua', reply);
+  if (r.length !== 6) fail('semaphore-inspect.lua', reply);
+  const [limit, used, holders, earliestPttl, queued, stored] = r as [number, number, number, number, number, number];
+  return { limit, used, holders, earliestPttl, queued, stored: stored === 1 };
 });

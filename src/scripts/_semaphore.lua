@@ -1,0 +1,150 @@
+-- A semaphore's state (docs/protocol.md, "Semaphore"). Its scripts take these keys, in this order:
+--   meta     hash: `limit` (set by setPermits; absent: the caller's default, the creation value),
+--            `fence` (the last fence given), `log` (request ids of recent releases and re-entries)
+--   holders  hash: owner → "permits|count|fence|clients" (count: its holds; clients: comma-separated
+--            ids of the Padlocks that took or re-entered it, as the mutex's)
+--   leases   sorted set: owner → its lease's expiry, ms on the server's clock
+--   queue    list of waiters, oldest first: "owner|clientId|leaseMs|allowanceMs|permits|since|expiry"
+--   waiters  hash: owner → its entry in the queue
+-- The leases set is the truth: a holder counts while its expiry is in the future; every script first
+-- prunes the leases that ran out (their holders died), so their permits return by themselves.
+-- holders and leases live as long as their longest lease; meta SEMAPHORE_RETENTION_MS longer (the
+-- fence, the stored limit and the log outlive the last hold by that much).
+local SEMAPHORE_RETENTION_MS = 3600000
+local SEMAPHORE_LOG_ENTRIES = 64
+
+-- A holder's entry as a table.
+local function parse_permit_holder(value)
+  local permits, count, fence, clients = string.match(value, '^(%d+)|(%d+)|(%d+)|([^|]*)$')
+  if not permits then
+    error({err = 'WRONGTYPE a semaphore holder entry holds a value padlock did not write'})
+  end
+  return {permits = tonumber(permits), count = tonumber(count), fence = fence, clients = clients}
+end
+
+local function write_permit_holder(s, owner, h)
+  redis.call('HSET', s.holders, owner, h.permits .. '|' .. h.count .. '|' .. h.fence .. '|' .. h.clients)
+end
+
+-- A waiter's entry as a table; an unreadable one reads as a dead waiter (expiry 0).
+local function parse_permit_waiter(entry)
+  local owner, client, lease, allowance, permits, since, expiry = string.match(entry, '^([^|]*)|([^|]*)|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)$')
+  if not owner then
+    return {owner = entry, client = '', lease = 0, allowance = 0, permits = 0, since = '0', expiry = 0}
+  end
+  return {owner = owner, client = client, lease = tonumber(lease), allowance = tonumber(allowance), permits = tonumber(permits), since = since, expiry = tonumber(expiry)}
+end
+
+-- Opens the semaphore of `keys` (KEYS[1..5]): reads the clock and the limit, prunes the leases that
+-- ran out, and counts the permits the live holders hold. `publish`: 'SPUBLISH' on a Cluster.
+local function open_semaphore(keys, default_limit, channel, publish)
+  local s = {meta = keys[1], holders = keys[2], leases = keys[3], queue = keys[4], waiters = keys[5], channel = channel, publish = publish_command(publish)}
+  s.now = server_now()
+  s.limit = tonumber(redis.call('HGET', s.meta, 'limit')) or default_limit
+  local dead = redis.call('ZRANGEBYSCORE', s.leases, '-inf', s.now)
+  if #dead > 0 then
+    redis.call('HDEL', s.holders, unpack(dead))
+    redis.call('ZREMRANGEBYSCORE', s.leases, '-inf', s.now)
+  end
+  s.used = 0
+  for _, value in ipairs(redis.call('HVALS', s.holders)) do
+    s.used = s.used + parse_permit_holder(value).permits
+  end
+  return s
+end
+
+-- The holder entry of `owner`, or nil.
+local function permit_holder(s, owner)
+  local value = redis.call('HGET', s.holders, owner)
+  return value and parse_permit_holder(value) or nil
+end
+
+-- Keeps holders and leases alive at least `ms` more, meta SEMAPHORE_RETENTION_MS beyond (never shortened).
+local function keep_semaphore(s, ms)
+  lengthen(s.holders, ms)
+  lengthen(s.leases, ms)
+  lengthen(s.meta, ms + SEMAPHORE_RETENTION_MS)
+end
+
+-- Makes `owner`'s lease last at least `ms` from now (never shorter); returns its remaining ms.
+local function lengthen_permit_lease(s, owner, ms)
+  local expiry = tonumber(redis.call('ZSCORE', s.leases, owner)) or 0
+  local target = math.max(expiry, s.now + ms)
+  redis.call('ZADD', s.leases, target, owner)
+  keep_semaphore(s, target - s.now)
+  return target - s.now
+end
+
+-- A fresh hold of `permits` for `owner` of client `client`, lasting `ms`: the next fence (last + 1,
+-- or the server's clock in µs when none is known, as the mutex's). Returns the fence as text.
+local function new_permit_hold(s, owner, permits, client, ms)
+  local last = redis.call('HGET', s.meta, 'fence')
+  local fence = next_fence(last and {fence = last} or nil, nil)
+  redis.call('HSET', s.meta, 'fence', fence)
+  write_permit_holder(s, owner, {permits = permits, count = 1, fence = fence, clients = client})
+  redis.call('ZADD', s.leases, s.now + ms, owner)
+  keep_semaphore(s, ms)
+  s.used = s.used + permits
+  return fence
+end
+
+-- Removes `owner`'s hold; its permits return.
+local function drop_permit_hold(s, owner, h)
+  redis.call('HDEL', s.holders, owner)
+  redis.call('ZREM', s.leases, owner)
+  s.used = s.used - h.permits
+end
+
+-- Admits the queue's head waiters while they fit, in order (a head that does not fit stops the
+-- queue: nobody behind it overtakes it). Each is handed its permits here (first lease capped at its
+-- heartbeat allowance, as the fair mutex's handoff) and told "owner fence pttl" on its client's
+-- channel. Dead waiters are dropped; a waiter asking more than the limit is dropped and woken
+-- ("owner wake": its next attempt is refused). Stops at `self` when it fits, without granting it
+-- (the caller does): returns true then, else false.
+local function admit_permit_waiters(s, self)
+  while true do
+    local head = redis.call('LINDEX', s.queue, 0)
+    if not head then
+      return false
+    end
+    local w = parse_permit_waiter(head)
+    if w.expiry < s.now or w.permits > s.limit then
+      redis.call('LPOP', s.queue)
+      redis.call('HDEL', s.waiters, w.owner)
+      if w.expiry >= s.now and w.owner ~= self then
+        redis.call(s.publish, s.channel .. ':' .. w.client, w.owner .. ' wake')
+      end
+    elseif w.permits > s.limit - s.used then
+      return false
+    elseif w.owner == self then
+      return true
+    else
+      redis.call('LPOP', s.queue)
+      redis.call('HDEL', s.waiters, w.owner)
+      local pttl = math.min(w.lease, w.allowance)
+      local fence = new_permit_hold(s, w.owner, w.permits, w.client, pttl)
+      redis.call(s.publish, s.channel .. ':' .. w.client, w.owner .. ' ' .. fence .. ' ' .. pttl)
+    end
+  end
+end
+
+-- Ms until the earliest live lease runs out (when permits return by themselves); -2 when none.
+local function earliest_permit_expiry(s)
+  local first = redis.call('ZRANGE', s.leases, 0, 0, 'WITHSCORES')
+  if #first == 0 then
+    return -2
+  end
+  return math.max(1, tonumber(first[2]) - s.now)
+end
+
+-- Whether request `req` is in the meta log already (a resend).
+local function permit_request_seen(s, req)
+  local log = redis.call('HGET', s.meta, 'log') or ' '
+  return string.find(log, ' ' .. req .. ' ', 1, true) ~= nil, log
+end
+
+-- Adds `req` to the meta log (the newest SEMAPHORE_LOG_ENTRIES kept).
+local function remember_permit_request(s, log, req)
+  redis.call('HSET', s.meta, 'log', string.sub(' ' .. req .. log, 1, (#req + 1) * SEMAPHORE_LOG_ENTRIES + 1))
+  lengthen(s.meta, SEMAPHORE_RETENTION_MS)
+end
