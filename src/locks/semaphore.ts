@@ -79,17 +79,17 @@ export class Semaphore implements SemaphoreLock {
     this.#protocol = new SemaphoreProtocol(semaphoreKeys(shared.prefix, this.name), this.permits, shared.clientId, shared.topology.shardedPubSub);
   }
 
-  acquire(options?: SemaphoreAcquireOptions): Promise<Lease> {
+  async acquire(options?: SemaphoreAcquireOptions): Promise<Lease> {
     const [lock, rest] = this.#split(options);
     return lock.acquire(rest);
   }
 
-  tryAcquire(options?: SemaphoreAcquireOptions): Promise<Lease | null> {
+  async tryAcquire(options?: SemaphoreAcquireOptions): Promise<Lease | null> {
     const [lock, rest] = this.#split(options);
     return lock.tryAcquire(rest);
   }
 
-  withLock<T>(fn: (lease: Lease) => T | Promise<T>, options?: SemaphoreAcquireOptions): Promise<T> {
+  async withLock<T>(fn: (lease: Lease) => T | Promise<T>, options?: SemaphoreAcquireOptions): Promise<T> {
     const [lock, rest] = this.#split(options);
     return lock.withLock(fn, rest);
   }
