@@ -86,11 +86,11 @@ describe('semaphore: FIFO', () => {
     let smallsServed = 0;
     const smalls = [0, 1, 2].map(() => small.acquire({ waitMs: 30_000 }).then((l) => (smallsServed++, l)));
     await queued(name, 4);
-    await held[0]!.release();
+    await held[0].release();
     const big = await large;
     assert.equal(smallsServed, 0, 'the large request was served before the small ones queued behind it');
     assert.equal(await small.available(), 0, '3 for the large request, 1 still held');
-    await held[1]!.release();
+    await held[1].release();
     await big.release();
     const rest = await Promise.all(smalls);
     await Promise.all(rest.map((l) => l.release()));
@@ -147,9 +147,9 @@ describe('semaphore: the limit', () => {
     await assert.rejects(big, (e: unknown) => e instanceof PermitLimitError && e.limit === 2, 'never waits forever');
     assert.equal(held.every((l) => l.isHeld), true, 'holders above the lowered limit keep their permits');
     assert.equal(await sem.available(), 0);
-    await held[0]!.release();
+    await held[0].release();
     assert.equal(await sem.tryAcquire(), null, '2 held of a limit of 2: nothing for a newcomer');
-    await held[1]!.release();
+    await held[1].release();
     const lease = await small;
     assert.equal(await sem.available(), 1);
     await lease.release();
