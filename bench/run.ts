@@ -18,6 +18,8 @@
  *   --scale-leases N, --scale-waiters N, --scale-lease-ms MS: see bench/README.md
  *   --no-read-write   skip the read-mostly rows (read/write lock vs mutex)
  *   --read-write-only run only the read-mostly rows
+ *   --no-semaphore    skip the semaphore rows (bench/semaphore.ts)
+ *   --semaphore-only  run only the semaphore rows (bench/results.json is left as it is)
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -49,6 +51,7 @@ import {
 import { runAllLeases, runScaleContended, type LeaseResult, type ScaleFailure, type ScaleOptions } from './scale.js';
 import { measurePing, runUncontended, type PingResult, type UncontendedResult } from './uncontended.js';
 import { readWriteSections, runReadWriteBench } from './read-write.js';
+import { semaphoreBench, semaphoreSection } from './semaphore.js';
 
 installCommandMeter();
 
@@ -74,6 +77,8 @@ const { values: args } = parseArgs({
     'scale-lease-ms': { type: 'string', default: '3000' },
     'no-read-write': { type: 'boolean', default: false },
     'read-write-only': { type: 'boolean', default: false },
+    'no-semaphore': { type: 'boolean', default: false },
+    'semaphore-only': { type: 'boolean', default: false },
   },
 });
 
@@ -95,10 +100,12 @@ const withProcesses = !args['no-processes'];
 const masterCount = positive('masters', args.masters, true);
 if (masterCount < 3) throw new Error(`--masters must be at least 3 (a Redlock set needs a majority that survives the loss of one), got ${masterCount}`);
 const readWriteOnly = args['read-write-only'];
-const scaleOnly = args['scale-only'] || readWriteOnly;
+const semaphoreOnly = args['semaphore-only'];
+const withSemaphore = !args['no-semaphore'] && !args['scale-only'] && !readWriteOnly;
+const scaleOnly = args['scale-only'] || readWriteOnly || semaphoreOnly;
 if (args['scale-only'] && args['no-scale']) throw new Error('--scale-only and --no-scale leave nothing to run');
 const withRedlock = !args['no-redlock'] && !scaleOnly;
-const withScale = !args['no-scale'] && !readWriteOnly;
+const withScale = !args['no-scale'] && !readWriteOnly && !semaphoreOnly;
 const scaleLeaseMs = positive('scale-lease-ms', args['scale-lease-ms'], true);
 if (scaleLeaseMs < 300) throw new Error(`--scale-lease-ms must be at least 300 (renewals a third of it apart), got ${scaleLeaseMs}`);
 const scale: ScaleOptions = {
@@ -330,7 +337,8 @@ async function main(): Promise<void> {
     const ping = await measurePing(url);
     log(`ping p50 ${fixed(ping.p50, 3)} ms`);
     const core = scaleOnly ? undefined : await coreRuns(servers, ping);
-    const readWrite = args['no-read-write'] ? undefined : await runReadWriteBench(url, { workers, seconds }, log);
+    const readWrite = args['no-read-write'] || semaphoreOnly ? undefined : await runReadWriteBench(url, { workers, seconds }, log);
+    const semaphore = withSemaphore ? await semaphoreBench(url, seconds, thinkMs, log) : undefined;
     // Last: the lease runs flush the server between libraries.
     const scaled = withScale ? await scaleRuns(servers, core?.tuning) : undefined;
 
@@ -345,6 +353,7 @@ async function main(): Promise<void> {
     if (core !== undefined) out.push(...coreSections(core));
     if (readWrite !== undefined) out.push(...readWriteSections(readWrite));
     if (scaled !== undefined) out.push(...scaleSections(scaled));
+    if (semaphore !== undefined) out.push(...semaphoreSection(semaphore));
     if (core !== undefined) out.push('', '## Targets', '', targetsTable(core.goals));
     out.push('', `total bench time ${fixed((Date.now() - started) / 1000, 0)} s`);
     process.stdout.write(`${out.join('\n')}\n`);
@@ -388,7 +397,9 @@ async function main(): Promise<void> {
             },
       targets: core?.goals ?? null,
       readMostly: readWrite ?? null,
+      semaphore: semaphore ?? null,
     };
+    if (semaphoreOnly) return;
     writeFileSync(new URL('../../bench/results.json', import.meta.url), `${JSON.stringify(json, null, 2)}\n`);
     log('wrote bench/results.json');
   } finally {
