@@ -43,7 +43,10 @@ local function open_semaphore(keys, default_limit, channel, publish)
   s.limit = tonumber(redis.call('HGET', s.meta, 'limit')) or default_limit
   local dead = redis.call('ZRANGEBYSCORE', s.leases, '-inf', s.now)
   if #dead > 0 then
-    redis.call('HDEL', s.holders, unpack(dead))
+    -- One HDEL per holder: unpack() of thousands of owners would overflow Lua's stack.
+    for _, owner in ipairs(dead) do
+      redis.call('HDEL', s.holders, owner)
+    end
     redis.call('ZREMRANGEBYSCORE', s.leases, '-inf', s.now)
   end
   s.used = 0
