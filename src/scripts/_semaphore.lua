@@ -2,7 +2,9 @@
 --   meta     hash: `limit` (set by setPermits; absent: the caller's default, the creation value),
 --            `fence` (the last fence given), `log` (request ids of recent releases and re-entries)
 --   holders  hash: owner → "permits|count|fence|clients" (count: its holds; clients: comma-separated
---            ids of the Padlocks that took or re-entered it, as the mutex's)
+--            ids of the Padlocks that took or re-entered it, as the mutex's); and `#used`, the
+--            permits they hold together (no owner token contains '#'), kept by every change so
+--            that no script reads every holder; absent when 0
 --   leases   sorted set: owner → its lease's expiry, ms on the server's clock
 --   queue    list of waiters, oldest first: "owner|clientId|leaseMs|allowanceMs|permits|since|expiry"
 --   waiters  hash: owner → its entry in the queue
@@ -12,6 +14,7 @@
 -- fence, the stored limit and the log outlive the last hold by that much).
 local SEMAPHORE_RETENTION_MS = 3600000
 local SEMAPHORE_LOG_ENTRIES = 64
+local PERMITS_USED = '#used'
 
 -- A holder's entry as a table.
 local function parse_permit_holder(value)
@@ -35,23 +38,39 @@ local function parse_permit_waiter(entry)
   return {owner = owner, client = client, lease = tonumber(lease), allowance = tonumber(allowance), permits = tonumber(permits), since = since, expiry = tonumber(expiry)}
 end
 
+-- Adds `delta` to the permits held (`#used`, dropped at 0 so that an empty holders hash is deleted).
+local function add_permits_used(s, delta)
+  if delta == 0 then
+    return
+  end
+  local used = redis.call('HINCRBY', s.holders, PERMITS_USED, delta)
+  if used <= 0 then
+    redis.call('HDEL', s.holders, PERMITS_USED)
+    used = 0
+  end
+  s.used = used
+end
+
 -- Opens the semaphore of `keys` (KEYS[1..5]): reads the clock and the limit, prunes the leases that
 -- ran out, and counts the permits the live holders hold. `publish`: 'SPUBLISH' on a Cluster.
 local function open_semaphore(keys, default_limit, channel, publish)
   local s = {meta = keys[1], holders = keys[2], leases = keys[3], queue = keys[4], waiters = keys[5], channel = channel, publish = publish_command(publish)}
   s.now = server_now()
   s.limit = tonumber(redis.call('HGET', s.meta, 'limit')) or default_limit
+  s.used = tonumber(redis.call('HGET', s.holders, PERMITS_USED)) or 0
   local dead = redis.call('ZRANGEBYSCORE', s.leases, '-inf', s.now)
   if #dead > 0 then
+    local freed = 0
     -- One HDEL per holder: unpack() of thousands of owners would overflow Lua's stack.
     for _, owner in ipairs(dead) do
-      redis.call('HDEL', s.holders, owner)
+      local value = redis.call('HGET', s.holders, owner)
+      if value then
+        freed = freed + parse_permit_holder(value).permits
+        redis.call('HDEL', s.holders, owner)
+      end
     end
     redis.call('ZREMRANGEBYSCORE', s.leases, '-inf', s.now)
-  end
-  s.used = 0
-  for _, value in ipairs(redis.call('HVALS', s.holders)) do
-    s.used = s.used + parse_permit_holder(value).permits
+    add_permits_used(s, -freed)
   end
   return s
 end
@@ -86,8 +105,8 @@ local function new_permit_hold(s, owner, permits, client, ms)
   redis.call('HSET', s.meta, 'fence', fence)
   write_permit_holder(s, owner, {permits = permits, count = 1, fence = fence, clients = client})
   redis.call('ZADD', s.leases, s.now + ms, owner)
+  add_permits_used(s, permits)
   keep_semaphore(s, ms)
-  s.used = s.used + permits
   return fence
 end
 
@@ -95,7 +114,7 @@ end
 local function drop_permit_hold(s, owner, h)
   redis.call('HDEL', s.holders, owner)
   redis.call('ZREM', s.leases, owner)
-  s.used = s.used - h.permits
+  add_permits_used(s, -h.permits)
 end
 
 -- Admits the queue's head waiters while they fit, in order (a head that does not fit stops the
