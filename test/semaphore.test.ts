@@ -287,4 +287,23 @@ describe('semaphore: resends', () => {
     assert.deepEqual(await runCall(admin, last), { status: 'released', remaining: 0 }, 'a resent last release is recognised after the hold is gone');
     assert.deepEqual(await runCall(admin, protocol.release(owner, 1)), { status: 'not-held' }, 'a new release of nothing is refused');
   });
+
+  it('a resent partial release counts once however many other holders released meanwhile', async () => {
+    const name = 'sem:resend-busy';
+    const protocol = new SemaphoreProtocol(semaphoreKeys('padlock', name), 2, 'c0ffee', false);
+    const owner = 'resend-owner-0000000002';
+    assert.equal((await runCall(admin, protocol.attempt(owner, 1, 10_000, 'try', 1_000))).status, 'acquired');
+    assert.equal((await runCall(admin, protocol.reenter(owner, 10_000))).status, 'acquired');
+    const release = protocol.release(owner, 1);
+    assert.deepEqual(await runCall(admin, release), { status: 'released', remaining: 1 });
+    // 100 other holders come and go: more final releases than the semaphore's own log keeps.
+    for (let i = 0; i < 100; i++) {
+      const other = `other-owner-${String(i).padStart(12, '0')}`;
+      assert.equal((await runCall(admin, protocol.attempt(other, 1, 10_000, 'try', 1_000))).status, 'acquired');
+      await runCall(admin, protocol.release(other, 1));
+    }
+    assert.deepEqual(await runCall(admin, release), { status: 'released', remaining: 1 }, 'the resend is in the holder\'s own log');
+    assert.equal((await runCall(admin, protocol.inspect())).used, 1);
+    await runCall(admin, protocol.release(owner, 1));
+  });
 });

@@ -1,8 +1,10 @@
 -- A semaphore's state (docs/protocol.md, "Semaphore"). Its scripts take these keys, in this order:
 --   meta     hash: `limit` (set by setPermits; absent: the caller's default, the creation value),
---            `fence` (the last fence given), `log` (request ids of recent releases and re-entries)
---   holders  hash: owner → "permits|count|fence|clients" (count: its holds; clients: comma-separated
---            ids of the Padlocks that took or re-entered it, as the mutex's); and `#used`, the
+--            `fence` (the last fence given), `log` (request ids of recent final releases: those
+--            that removed their holder, whose own log went with it)
+--   holders  hash: owner → "permits|count|fence|clients|log" (count: its holds; clients: comma-
+--            separated ids of the Padlocks that took or re-entered it, as the mutex's; log: the
+--            request ids of its own re-entries and partial releases, as the mutex's); and `#used`, the
 --            permits they hold together (no owner token contains '#'), kept by every change so
 --            that no script reads every holder; absent when 0
 --   leases   sorted set: owner → its lease's expiry, ms on the server's clock
@@ -14,19 +16,20 @@
 -- fence, the stored limit and the log outlive the last hold by that much).
 local SEMAPHORE_RETENTION_MS = 3600000
 local SEMAPHORE_LOG_ENTRIES = 64
+local HOLDER_LOG_ENTRIES = 16
 local PERMITS_USED = '#used'
 
 -- A holder's entry as a table.
 local function parse_permit_holder(value)
-  local permits, count, fence, clients = string.match(value, '^(%d+)|(%d+)|(%d+)|([^|]*)$')
+  local permits, count, fence, clients, log = string.match(value, '^(%d+)|(%d+)|(%d+)|([^|]*)|(.*)$')
   if not permits then
     error({err = 'WRONGTYPE a semaphore holder entry holds a value padlock did not write'})
   end
-  return {permits = tonumber(permits), count = tonumber(count), fence = fence, clients = clients}
+  return {permits = tonumber(permits), count = tonumber(count), fence = fence, clients = clients, log = log}
 end
 
 local function write_permit_holder(s, owner, h)
-  redis.call('HSET', s.holders, owner, h.permits .. '|' .. h.count .. '|' .. h.fence .. '|' .. h.clients)
+  redis.call('HSET', s.holders, owner, h.permits .. '|' .. h.count .. '|' .. h.fence .. '|' .. h.clients .. '|' .. h.log)
 end
 
 -- A waiter's entry as a table; an unreadable one reads as a dead waiter (expiry 0).
@@ -103,7 +106,7 @@ local function new_permit_hold(s, owner, permits, client, ms)
   local last = redis.call('HGET', s.meta, 'fence')
   local fence = next_fence(last and {fence = last} or nil, nil)
   redis.call('HSET', s.meta, 'fence', fence)
-  write_permit_holder(s, owner, {permits = permits, count = 1, fence = fence, clients = client})
+  write_permit_holder(s, owner, {permits = permits, count = 1, fence = fence, clients = client, log = ' '})
   redis.call('ZADD', s.leases, s.now + ms, owner)
   add_permits_used(s, permits)
   keep_semaphore(s, ms)
@@ -159,14 +162,27 @@ local function earliest_permit_expiry(s)
   return math.max(1, tonumber(first[2]) - s.now)
 end
 
--- Whether request `req` is in the meta log already (a resend).
-local function permit_request_seen(s, req)
-  local log = redis.call('HGET', s.meta, 'log') or ' '
-  return string.find(log, ' ' .. req .. ' ', 1, true) ~= nil, log
+-- Whether request `req` is in `log` (" id id … ").
+local function logged(log, req)
+  return string.find(log, ' ' .. req .. ' ', 1, true) ~= nil
 end
 
--- Adds `req` to the meta log (the newest SEMAPHORE_LOG_ENTRIES kept).
-local function remember_permit_request(s, log, req)
-  redis.call('HSET', s.meta, 'log', string.sub(' ' .. req .. log, 1, (#req + 1) * SEMAPHORE_LOG_ENTRIES + 1))
+-- `log` with `req` added, the newest `entries` kept.
+local function with_request(log, req, entries)
+  return string.sub(' ' .. req .. log, 1, (#req + 1) * entries + 1)
+end
+
+-- Whether request `req` of a re-entry or release was applied already (a resend): in the holder's
+-- own log (`h`: its entry, nil when gone), or in meta's log of final releases.
+local function permit_request_seen(s, h, req)
+  if h and logged(h.log, req) then
+    return true
+  end
+  return logged(redis.call('HGET', s.meta, 'log') or ' ', req)
+end
+
+-- Records a final release (its holder, and its log, are gone) in meta's log.
+local function remember_final_release(s, req)
+  redis.call('HSET', s.meta, 'log', with_request(redis.call('HGET', s.meta, 'log') or ' ', req, SEMAPHORE_LOG_ENTRIES))
   lengthen(s.meta, SEMAPHORE_RETENTION_MS)
 end

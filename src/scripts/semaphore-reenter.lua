@@ -1,7 +1,7 @@
 --[[
   Re-enter: one more hold for an owner that holds permits of the semaphore, on the same permits
   (whatever a re-entry asks). The fence stays; the lease becomes max(remaining, ARGV[2]), never
-  shorter. Recorded in the request log, so a resend counts once. The re-entering client joins the
+  shorter. Recorded in the holder's request log, so a resend counts once. The re-entering client joins the
   hold's clients.
   KEYS[1] meta   KEYS[2] holders   KEYS[3] leases   KEYS[4] queue   KEYS[5] waiters
   ARGV[1] owner token  ARGV[2] lease ms  ARGV[3] request id  ARGV[4] the re-entering client's id
@@ -16,9 +16,8 @@ local h = permit_holder(s, owner)
 if not h then
   return {-1}
 end
-local seen, log = permit_request_seen(s, req)
-if not seen then
-  remember_permit_request(s, log, req)
+if not permit_request_seen(s, h, req) then
+  h.log = with_request(h.log, req, HOLDER_LOG_ENTRIES)
   h.count = h.count + 1
   h.clients = with_client(h.clients, ARGV[4])
   write_permit_holder(s, owner, h)
