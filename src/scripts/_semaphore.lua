@@ -173,16 +173,17 @@ local function with_request(log, req, entries)
 end
 
 -- Whether request `req` of a re-entry or release was applied already (a resend): in the holder's
--- own log (`h`: its entry, nil when gone), or in meta's log of final releases.
+-- own log (`h`: its entry, nil when gone), or in meta's log of final releases (also returned, as read).
 local function permit_request_seen(s, h, req)
   if h and logged(h.log, req) then
-    return true
+    return true, nil
   end
-  return logged(redis.call('HGET', s.meta, 'log') or ' ', req)
+  local log = redis.call('HGET', s.meta, 'log') or ' '
+  return logged(log, req), log
 end
 
--- Records a final release (its holder, and its log, are gone) in meta's log.
-local function remember_final_release(s, req)
-  redis.call('HSET', s.meta, 'log', with_request(redis.call('HGET', s.meta, 'log') or ' ', req, SEMAPHORE_LOG_ENTRIES))
+-- Records a final release (its holder, and its log, are gone) in meta's `log`.
+local function remember_final_release(s, log, req)
+  redis.call('HSET', s.meta, 'log', with_request(log, req, SEMAPHORE_LOG_ENTRIES))
   lengthen(s.meta, SEMAPHORE_RETENTION_MS)
 end

@@ -12,7 +12,8 @@
 local owner, req = ARGV[1], ARGV[3]
 local s = open_semaphore(KEYS, tonumber(ARGV[4]), ARGV[5], ARGV[6])
 local h = permit_holder(s, owner)
-if permit_request_seen(s, h, req) then
+local seen, log = permit_request_seen(s, h, req)
+if seen then
   admit_permit_waiters(s, nil)
   return {1, h and h.count or 0}
 end
@@ -26,7 +27,7 @@ if h.count > 0 then
   write_permit_holder(s, owner, h)
 else
   drop_permit_hold(s, owner, h)
-  remember_final_release(s, req)
+  remember_final_release(s, log, req)
 end
 admit_permit_waiters(s, nil)
 return {1, h.count}
