@@ -9,6 +9,7 @@ import { PadlockOptionError, PermitLimitError, type Padlock } from '../src/index
 import { semaphoreKeys } from '../src/locks/semaphore-protocol.js';
 import { TOPOLOGIES, useTopology, type TopologyUnderTest } from './harness/suite.js';
 import { eventually } from './harness/redis.js';
+import { probeScripts, probeWakes } from './harness/probes.js';
 
 const CHOSEN = ['single server · ioredis', 'single server · node-redis', 'Sentinel · ioredis', 'Cluster · ioredis', 'Redlock (5 masters) · ioredis'];
 
@@ -55,9 +56,26 @@ for (const factory of TOPOLOGIES.filter((f) => CHOSEN.includes(f.name))) {
       await scenario(topology, await topology.padlock(), await topology.padlock(), 'sem:topology');
     });
     if (factory.name.startsWith('Sentinel')) {
-      it('with replica acknowledgement: a waiter handed its permits claims them with a call of its own', async () => {
+      it('with replica acknowledgement: the same scenario, every grant and renewal acknowledged', async () => {
         const options = { replicas: { min: 1, timeoutMs: 2_000 } };
         await scenario(topology, await topology.padlock(options), await topology.padlock(options), 'sem:replicas');
+      });
+      it('with replica acknowledgement: the handoff message is not taken on its word, the waiter claims its permits with one call', async () => {
+        const options = { replicas: { min: 1, timeoutMs: 2_000 } };
+        const name = 'sem:claim';
+        const holder = await (await topology.padlock(options)).semaphore(name, 1).acquire();
+        const waiterSide = await topology.padlock(options);
+        const wakes = probeWakes(waiterSide);
+        const scripts = probeScripts(waiterSide);
+        const waiting = waiterSide.semaphore(name, 1).acquire();
+        assert.ok(await eventually(async () => (await queueLength(topology, name)) === 1, 10_000));
+        wakes.messagesOnly(); // from now on only a message ends the waiter's sleep
+        const attempts = scripts.get('semaphore-acquire.lua') ?? 0;
+        await holder.release();
+        const lease = await waiting;
+        assert.equal(wakes.messages, 1);
+        assert.equal((scripts.get('semaphore-acquire.lua') ?? 0) - attempts, 1, 'one claim, acknowledged by the replicas, after the message');
+        await lease.release();
       });
     }
   });
