@@ -6,20 +6,11 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { fork, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { semaphoreKeys, semaphoreScriptKeys } from '../src/locks/semaphore-protocol.js';
 import { probeWakes } from './harness/probes.js';
+import { fixture, firstMessage } from './harness/children.js';
 import { connect, padlockOn, startServer } from './harness/redis.js';
-
-const fixture = fileURLToPath(new URL('./fixtures/semaphore-worker.js', import.meta.url));
-
-function firstMessage<T>(child: ChildProcess): Promise<T> {
-  return new Promise((resolve, reject) => {
-    child.once('message', (message) => resolve(message as T));
-    child.once('exit', (code) => reject(new Error(`worker exited with ${code} before reporting`)));
-  });
-}
 
 let server: RedisServer;
 before(async () => {
@@ -29,7 +20,7 @@ before(async () => {
 /** Every worker forked here, killed after the file's tests whatever happened (a failed assertion must not leave one holding the run open). */
 const children: ChildProcess[] = [];
 function worker(args: readonly string[]): ChildProcess {
-  const child = fork(fixture, args);
+  const child = fork(fixture('semaphore-worker'), args);
   children.push(child);
   return child;
 }
