@@ -1,11 +1,12 @@
 -- The queue of a lock's waiters: a list of entries, oldest first, and a hash owner → its entry (to
 -- find it: idempotent joins, heartbeats, leaving). An entry is
 -- "owner|clientId|leaseMs|allowanceMs|kind|since|expiry" (since, expiry: ms on the server's clock,
--- or since on the waiter's clock when it brings a ticket; kind 'mutex' or 'fair'); a heartbeat
--- rewrites its expiry in place.
+-- or since on the waiter's clock when it brings a ticket; kind: the waiter's kind, 'mutex' or 'fair'
+-- in a mutex's queue, 'read' or 'write' in a read/write lock's, the permits asked in a semaphore's);
+-- a heartbeat rewrites its expiry in place.
 
 local function parse_entry(entry)
-  local owner, client, lease, allowance, kind, since, expiry = string.match(entry, '^([^|]*)|([^|]*)|(%d+)|(%d+)|(%a+)|(%d+)|(%d+)$')
+  local owner, client, lease, allowance, kind, since, expiry = string.match(entry, '^([^|]*)|([^|]*)|(%d+)|(%d+)|(%w+)|(%d+)|(%d+)$')
   return {owner = owner, client = client, lease = tonumber(lease), allowance = tonumber(allowance), kind = kind, since = since, expiry = tonumber(expiry)}
 end
 
@@ -37,4 +38,42 @@ local function join_in_order(queue, entry, since, owner)
     end
   end
   return redis.call('RPUSH', queue, entry)
+end
+
+-- Queues `owner` with the entry "owner<fields>since|expiry" (`fields`: "|client|lease|allowance|kind|"),
+-- `join(entry)` putting it where the caller's order wants it; or, when it is queued already (a
+-- heartbeat, or a resent call), gives its entry the new expiry in place, keeping its `since`. The
+-- queue's keys outlive their last live waiter by one to three allowances: lengthened whenever they
+-- would end sooner than two (never shortened: a waiter with a short allowance must not cut short the
+-- entries of waiters with longer ones, nor may a list kept for short ones drop a long one's entry).
+local function queue_waiter(queue, waiters, owner, fields, since, now, allowance, join)
+  local entry = owner .. fields .. since .. '|' .. (now + allowance)
+  if redis.call('HSETNX', waiters, owner, entry) == 1 then
+    join(entry)
+  else
+    local old = redis.call('HGET', waiters, owner)
+    entry = owner .. fields .. parse_entry(old).since .. '|' .. (now + allowance)
+    local at = redis.call('LPOS', queue, old)
+    if at then
+      redis.call('LSET', queue, at, entry)
+    else
+      redis.call('RPUSH', queue, entry)
+    end
+    redis.call('HSET', waiters, owner, entry)
+  end
+  if redis.call('PTTL', queue) < allowance * 2 then
+    redis.call('PEXPIRE', queue, allowance * 3)
+    redis.call('PEXPIRE', waiters, allowance * 3)
+  end
+end
+
+-- A `join` for queue_waiter: a new entry goes to the head ('head': a waiter that keeps its turn) or
+-- to the tail.
+local function join_at(queue, place)
+  return function(entry)
+    if place == 'head' then
+      return redis.call('LPUSH', queue, entry)
+    end
+    return redis.call('RPUSH', queue, entry)
+  end
 end

@@ -34,11 +34,12 @@ end
 
 -- A waiter's entry as a table; an unreadable one reads as a dead waiter (expiry 0).
 local function parse_permit_waiter(entry)
-  local owner, client, lease, allowance, permits, since, expiry = string.match(entry, '^([^|]*)|([^|]*)|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)$')
-  if not owner then
+  local w = parse_entry(entry)
+  if not w.owner then
     return {owner = entry, client = '', lease = 0, allowance = 0, permits = 0, since = '0', expiry = 0}
   end
-  return {owner = owner, client = client, lease = tonumber(lease), allowance = tonumber(allowance), permits = tonumber(permits), since = since, expiry = tonumber(expiry)}
+  w.permits = tonumber(w.kind)
+  return w
 end
 
 -- Adds `delta` to the permits held (`#used`, dropped at 0 so that an empty holders hash is deleted).

@@ -22,42 +22,14 @@ local taken, state = take(lock, queue, waiters, owner, tonumber(ARGV[2]), ARGV[3
 if taken then
   return taken
 end
-local allowance = tonumber(ARGV[5])
-local now = server_now()
 local ticket = tonumber(ARGV[8]) or 0
-local fields = '|' .. ARGV[4] .. '|' .. ARGV[2] .. '|' .. allowance .. '|' .. ARGV[3] .. '|'
-local entry = owner .. fields .. (ticket > 0 and string.format('%.0f', ticket) or now) .. '|' .. (now + allowance)
--- The queue's keys outlive their last live waiter by one to three allowances: set when the queue
--- is made, lengthened by heartbeats (only ever lengthened: a waiter with a short allowance must
--- not cut short the entries of waiters with longer ones).
-local keep = allowance * 3
-if redis.call('HSETNX', waiters, owner, entry) == 1 then
-  local length
-  if ticket > 0 then
-    length = join_in_order(queue, entry, ticket, owner)
-  elseif ARGV[6] == 'head' then
-    length = redis.call('LPUSH', queue, entry)
-  else
-    length = redis.call('RPUSH', queue, entry)
+local fields = '|' .. ARGV[4] .. '|' .. ARGV[2] .. '|' .. ARGV[5] .. '|' .. ARGV[3] .. '|'
+local join = join_at(queue, ARGV[6])
+if ticket > 0 then
+  join = function(entry)
+    return join_in_order(queue, entry, ticket, owner)
   end
-  if length == 1 then
-    redis.call('PEXPIRE', queue, keep)
-    redis.call('PEXPIRE', waiters, keep)
-  end
-  return busy(lock, state)
 end
--- Queued already (a heartbeat, or a resent call): its entry gets the new expiry, in place.
-local old = redis.call('HGET', waiters, owner)
-entry = owner .. fields .. parse_entry(old).since .. '|' .. (now + allowance)
-local at = redis.call('LPOS', queue, old)
-if at then
-  redis.call('LSET', queue, at, entry)
-else
-  redis.call('RPUSH', queue, entry)
-end
-redis.call('HSET', waiters, owner, entry)
-if redis.call('PTTL', queue) < allowance * 2 then
-  redis.call('PEXPIRE', queue, keep)
-  redis.call('PEXPIRE', waiters, keep)
-end
+local now = server_now()
+queue_waiter(queue, waiters, owner, fields, ticket > 0 and string.format('%.0f', ticket) or now, now, tonumber(ARGV[5]), join)
 return busy(lock, state)

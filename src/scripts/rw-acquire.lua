@@ -48,30 +48,6 @@ local busy = {0, rw_longest(leases, now), '', ''}
 if mode == 'try' then
   return busy
 end
--- The queue's keys outlive their last live waiter by one to three allowances (as enqueue.lua's).
-local keep = allowance * 3
 local fields = '|' .. client .. '|' .. lease .. '|' .. allowance .. '|' .. side .. '|'
-local entry = owner .. fields .. now .. '|' .. (now + allowance)
-if redis.call('HSETNX', waiters, owner, entry) == 1 then
-  if mode == 'head' then
-    redis.call('LPUSH', queue, entry)
-  else
-    redis.call('RPUSH', queue, entry)
-  end
-else
-  -- Queued already (a heartbeat, or a resent call): its entry gets the new expiry, in place.
-  local old = redis.call('HGET', waiters, owner)
-  entry = owner .. fields .. parse_entry(old).since .. '|' .. (now + allowance)
-  local at = redis.call('LPOS', queue, old)
-  if at then
-    redis.call('LSET', queue, at, entry)
-  else
-    redis.call('RPUSH', queue, entry)
-  end
-  redis.call('HSET', waiters, owner, entry)
-end
-if redis.call('PTTL', queue) < allowance * 2 then
-  redis.call('PEXPIRE', queue, keep)
-  redis.call('PEXPIRE', waiters, keep)
-end
+queue_waiter(queue, waiters, owner, fields, now, now, allowance, join_at(queue, mode))
 return busy

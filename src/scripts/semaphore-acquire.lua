@@ -40,30 +40,5 @@ if mode == 'try' then
 end
 local allowance = tonumber(ARGV[7])
 local fields = '|' .. client .. '|' .. lease .. '|' .. allowance .. '|' .. permits .. '|'
--- The queue's keys outlive their last live waiter by one to three allowances (as the mutex's).
-local keep = allowance * 3
-if not queued then
-  local entry = owner .. fields .. s.now .. '|' .. (s.now + allowance)
-  redis.call('HSET', s.waiters, owner, entry)
-  if mode == 'head' then
-    redis.call('LPUSH', s.queue, entry)
-  else
-    redis.call('RPUSH', s.queue, entry)
-  end
-else
-  -- A heartbeat (or a resend): the entry gets the new expiry, in place.
-  local old = redis.call('HGET', s.waiters, owner)
-  local entry = owner .. fields .. parse_permit_waiter(old).since .. '|' .. (s.now + allowance)
-  local at = redis.call('LPOS', s.queue, old)
-  if at then
-    redis.call('LSET', s.queue, at, entry)
-  else
-    redis.call('RPUSH', s.queue, entry)
-  end
-  redis.call('HSET', s.waiters, owner, entry)
-end
-if redis.call('PTTL', s.queue) < allowance * 2 then
-  redis.call('PEXPIRE', s.queue, keep)
-  redis.call('PEXPIRE', s.waiters, keep)
-end
+queue_waiter(s.queue, s.waiters, owner, fields, s.now, s.now, allowance, join_at(s.queue, mode))
 return busy
