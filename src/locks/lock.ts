@@ -6,7 +6,7 @@
  */
 import { monotonicNow } from '../clock.js';
 import { newOwnerToken } from '../tokens.js';
-import { LockNotHeldError, LockTimeoutError, PadlockClosedError, PadlockOptionError } from '../errors.js';
+import { LockNotHeldError, PadlockClosedError } from '../errors.js';
 import { holdEvent } from '../events.js';
 import { Hold, type HoldLock } from '../hold.js';
 import { lockKeys, type LockKeys } from '../keys.js';
@@ -16,6 +16,7 @@ import type { Shared } from '../shared.js';
 import { failedOutcome, since } from '../observability/metrics.js';
 import type { LockKindName, ScriptCall } from '../topology/topology.js';
 import { WaitScope } from '../wait-scope.js';
+import { leaseOrNull, withLease } from './scoped.js';
 
 /** A hold the server granted. */
 export interface Grant {
@@ -102,31 +103,12 @@ export abstract class Lock implements Lockable, HoldLock {
     return this.#acquire(options, Infinity, owner);
   }
 
-  async tryAcquire(options?: AcquireOptions): Promise<Lease | null> {
-    try {
-      return await this.#acquire(options, 0);
-    } catch (error) {
-      if (error instanceof LockTimeoutError) return null;
-      throw error;
-    }
+  tryAcquire(options?: AcquireOptions): Promise<Lease | null> {
+    return leaseOrNull(this.#acquire(options, 0));
   }
 
-  async withLock<T>(fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
-    if (typeof fn !== 'function') throw new PadlockOptionError('fn', 'a function', fn);
-    const lease = await this.acquire(options);
-    let result: T;
-    try {
-      result = await this.shared.runtime.runInContext(lease.hold, () => fn(lease));
-    } catch (error) {
-      await lease.release().catch(() => undefined);
-      throw error;
-    }
-    if (lease.signal.aborted) {
-      await lease.release().catch(() => undefined);
-      throw lease.signal.reason;
-    }
-    await lease.release();
-    return result;
+  withLock<T>(fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+    return withLease(fn, () => this.acquire(options), (lease, body) => this.shared.runtime.runInContext(lease.hold, body));
   }
 
   /** A lease's `release()`: releases `count` holds of `hold`, and keeps the books. */

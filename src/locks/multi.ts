@@ -7,7 +7,7 @@
  * or abort part-way gives back every name taken before the call rejects.
  */
 import { monotonicNow } from '../clock.js';
-import { LockNotHeldError, LockTimeoutError, PadlockOptionError } from '../errors.js';
+import { LockNotHeldError, LockTimeoutError } from '../errors.js';
 import type { Hold } from '../hold.js';
 import { lockKeys } from '../keys.js';
 import type { Lease } from '../lease.js';
@@ -18,6 +18,7 @@ import type { Lockable } from './lock.js';
 import { canonicalNames, multiName } from './multi-names.js';
 import { MultiLease } from './multi-lease.js';
 import { Mutex } from './mutex.js';
+import { leaseOrNull, withLease } from './scoped.js';
 
 /** A lock over several names (`padlock.multi(names)`): its leases are {@link MultiLease}s. */
 export interface MultiLockable extends Lockable {
@@ -68,31 +69,12 @@ export class MultiLock implements MultiLockable {
     return this.#acquire(options, Infinity);
   }
 
-  async tryAcquire(options?: AcquireOptions): Promise<MultiLease | null> {
-    try {
-      return await this.#acquire(options, 0);
-    } catch (error) {
-      if (error instanceof LockTimeoutError) return null;
-      throw error;
-    }
+  tryAcquire(options?: AcquireOptions): Promise<MultiLease | null> {
+    return leaseOrNull(this.#acquire(options, 0));
   }
 
-  async withLock<T>(fn: (lease: MultiLease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
-    if (typeof fn !== 'function') throw new PadlockOptionError('fn', 'a function', fn);
-    const lease = await this.acquire(options);
-    let result: T;
-    try {
-      result = await this.#inContext(lease.holds, () => fn(lease));
-    } catch (error) {
-      await lease.release().catch(() => undefined);
-      throw error;
-    }
-    if (lease.signal.aborted) {
-      await lease.release().catch(() => undefined);
-      throw lease.signal.reason;
-    }
-    await lease.release();
-    return result;
+  withLock<T>(fn: (lease: MultiLease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+    return withLease(fn, () => this.acquire(options), (lease, body) => this.#inContext(lease.holds, body));
   }
 
   async isLocked(): Promise<boolean> {

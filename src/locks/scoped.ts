@@ -1,0 +1,43 @@
+/**
+ * What `tryAcquire` and `withLock` add to an acquisition, whatever the lock (one hold, or a
+ * multi-lock's several): written once, for every kind.
+ */
+import { LockTimeoutError, PadlockOptionError } from '../errors.js';
+import type { Lease } from '../lease.js';
+
+/** `tryAcquire`: the lease, or `null` where the acquisition ran out of time. */
+export async function leaseOrNull<L>(acquiring: Promise<L>): Promise<L | null> {
+  try {
+    return await acquiring;
+  } catch (error) {
+    if (error instanceof LockTimeoutError) return null;
+    throw error;
+  }
+}
+
+/**
+ * `withLock`: acquires, runs `fn` with the lease (`inContext` binds its holds to the async context,
+ * so nested acquisitions re-enter them), and releases in `finally`. If the lock was lost while `fn`
+ * ran, rejects with the `LockLostError` even when `fn` succeeded.
+ */
+export async function withLease<L extends Lease, T>(
+  fn: (lease: L) => T | Promise<T>,
+  acquire: () => Promise<L>,
+  inContext: (lease: L, body: () => T | Promise<T>) => T | Promise<T>,
+): Promise<T> {
+  if (typeof fn !== 'function') throw new PadlockOptionError('fn', 'a function', fn);
+  const lease = await acquire();
+  let result: T;
+  try {
+    result = await inContext(lease, () => fn(lease));
+  } catch (error) {
+    await lease.release().catch(() => undefined);
+    throw error;
+  }
+  if (lease.signal.aborted) {
+    await lease.release().catch(() => undefined);
+    throw lease.signal.reason;
+  }
+  await lease.release();
+  return result;
+}
