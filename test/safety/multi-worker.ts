@@ -13,6 +13,10 @@ import { FencedStore } from './fenced-store.js';
 import { Random } from './random.js';
 import { toWire, type ParentMessage, type SectionRecord, type WorkerMessage } from './records.js';
 import { RESOURCE_SLOTS, type MultiWorkerConfig } from './multi-records.js';
+import { sendToParent, errorName } from './worker-ipc.js';
+
+/** Reports to the parent (typed: only this worker's messages). */
+const send: (message: WorkerMessage) => Promise<void> = sendToParent;
 
 function now(): bigint {
   return process.hrtime.bigint();
@@ -20,17 +24,6 @@ function now(): bigint {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function send(message: WorkerMessage): Promise<void> {
-  return new Promise((resolve) => {
-    if (process.send === undefined || !process.connected) resolve();
-    else process.send(message, undefined, {}, () => resolve());
-  });
-}
-
-function errorName(error: unknown): string {
-  return error instanceof Error ? error.name : typeof error;
 }
 
 /** What one name of a section did. */

@@ -8,6 +8,10 @@ import { Padlock, type Lease } from '../../src/index.js';
 import type { ReadWriteSide } from '../../src/locks/read-write-protocol.js';
 import { Random } from './random.js';
 import { toWire, type ReadWriteSection, type ReadWriteWorkerMessage } from './read-write-records.js';
+import { sendToParent } from './worker-ipc.js';
+
+/** Reports to the parent (typed: only this worker's messages). */
+const send: (message: ReadWriteWorkerMessage) => Promise<void> = sendToParent;
 
 export interface ReadWriteWorkerConfig {
   readonly worker: number;
@@ -29,13 +33,6 @@ export interface ReadWriteWorkerConfig {
 
 const now = (): bigint => process.hrtime.bigint();
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-function send(message: ReadWriteWorkerMessage): Promise<void> {
-  return new Promise((resolve) => {
-    if (process.send === undefined || !process.connected) resolve();
-    else process.send(message, undefined, {}, () => resolve());
-  });
-}
 
 async function main(): Promise<void> {
   const raw = process.env['RW_WORKER'];

@@ -6,6 +6,10 @@
  */
 import { Redis } from 'ioredis';
 import { LockLostError, Padlock, type Lease } from '../../src/index.js';
+import { sendToParent } from './worker-ipc.js';
+
+/** Reports to the parent (typed: only this worker's messages). */
+const send: (message: SemaphoreWorkerMessage) => Promise<void> = sendToParent;
 
 export interface SemaphoreWorkerConfig {
   readonly worker: number;
@@ -42,13 +46,6 @@ export interface PermitSection {
 export type SemaphoreWorkerMessage =
   | { readonly type: 'acquired' | 'holding' | 'section'; readonly section: PermitSection }
   | { readonly type: 'done' };
-
-function send(message: SemaphoreWorkerMessage): Promise<void> {
-  return new Promise((resolve) => {
-    if (process.send === undefined || !process.connected) resolve();
-    else process.send(message, undefined, {}, () => resolve());
-  });
-}
 
 async function main(): Promise<void> {
   const raw = process.env['SEMAPHORE_WORKER'];

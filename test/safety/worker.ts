@@ -11,6 +11,10 @@ import { shiftWallClock } from './fake-clock.js';
 import { createLockClient, type HeldLock, type LockKind } from './lock-clients.js';
 import { Random } from './random.js';
 import { toWire, type ParentMessage, type SectionRecord, type WorkerMessage } from './records.js';
+import { sendToParent, errorName } from './worker-ipc.js';
+
+/** Reports to the parent (typed: only this worker's messages). */
+const send: (message: WorkerMessage) => Promise<void> = sendToParent;
 
 export interface Endpoint {
   readonly host: string;
@@ -65,17 +69,6 @@ function sleep(ms: number): Promise<void> {
 
 function blockLoop(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
-
-function send(message: WorkerMessage): Promise<void> {
-  return new Promise((resolve) => {
-    if (process.send === undefined || !process.connected) resolve();
-    else process.send(message, undefined, {}, () => resolve());
-  });
-}
-
-function errorName(error: unknown): string {
-  return error instanceof Error ? error.name : typeof error;
 }
 
 async function main(): Promise<void> {
