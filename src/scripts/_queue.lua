@@ -41,15 +41,17 @@ local function join_in_order(queue, entry, since, owner)
 end
 
 -- Queues `owner` with the entry "owner<fields>since|expiry" (`fields`: "|client|lease|allowance|kind|"),
--- `join(entry)` putting it where the caller's order wants it; or, when it is queued already (a
--- heartbeat, or a resent call), gives its entry the new expiry in place, keeping its `since`. The
--- queue's keys outlive their last live waiter by one to three allowances: lengthened whenever they
--- would end sooner than two (never shortened: a waiter with a short allowance must not cut short the
--- entries of waiters with longer ones, nor may a list kept for short ones drop a long one's entry).
+-- `join(entry)` putting it where the caller's order wants it (and returning the list's length); or,
+-- when it is queued already (a heartbeat, or a resent call), gives its entry the new expiry in place,
+-- keeping its `since`. The queue's keys outlive their last live waiter by one to three allowances:
+-- set when the list is made, lengthened whenever they would end sooner than two. Never shortened: a
+-- waiter with a short allowance must not cut short the entries of waiters with longer ones, nor may
+-- a list kept for short allowances drop a newcomer's entry before its first heartbeat.
 local function queue_waiter(queue, waiters, owner, fields, since, now, allowance, join)
   local entry = owner .. fields .. since .. '|' .. (now + allowance)
+  local made = false
   if redis.call('HSETNX', waiters, owner, entry) == 1 then
-    join(entry)
+    made = join(entry) == 1
   else
     local old = redis.call('HGET', waiters, owner)
     entry = owner .. fields .. parse_entry(old).since .. '|' .. (now + allowance)
@@ -61,7 +63,7 @@ local function queue_waiter(queue, waiters, owner, fields, since, now, allowance
     end
     redis.call('HSET', waiters, owner, entry)
   end
-  if redis.call('PTTL', queue) < allowance * 2 then
+  if made or redis.call('PTTL', queue) < allowance * 2 then
     redis.call('PEXPIRE', queue, allowance * 3)
     redis.call('PEXPIRE', waiters, allowance * 3)
   end
