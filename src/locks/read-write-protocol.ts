@@ -156,6 +156,11 @@ export class ReadWriteProtocol {
     return { script: readWriteInspectScript, keys: [this.keys.state, this.keys.leases], args: [], lock: this.keys.name };
   }
 
+  /** Reads who holds the lock, each hold, the first `waiters` queued waiters and the keys' TTLs (the CLI's `inspect`). */
+  describe(waiters: number): ScriptCall<ReadWriteInspectReply> {
+    return { script: readWriteInspectScript, keys: this.#all, args: [waiters], lock: this.keys.name };
+  }
+
   /** Lengthens each hold's own lease to at least its `leaseMs` (or `ms`, for one) while it is held; 0 for those that are not. */
   static renew(holds: readonly ReadWriteRenewable[], ms?: number): ScriptCall<number[]> {
     const keys: string[] = [];

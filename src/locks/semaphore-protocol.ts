@@ -115,6 +115,11 @@ export class SemaphoreProtocol {
     return { script: semaphoreInspectScript, keys, args: [this.defaultLimit], lock: this.keys.name };
   }
 
+  /** Reads the limit, each live holder, the first `waiters` queued waiters and the keys' TTLs (the CLI's `inspect`). */
+  describe(waiters: number): ScriptCall<SemaphoreInspectReply> {
+    return { script: semaphoreInspectScript, keys: semaphoreScriptKeys(this.keys), args: [this.defaultLimit, waiters], lock: this.keys.name };
+  }
+
   /** Lengthens each hold's lease to at least its `leaseMs` (or `ms`) while its owner holds permits; 0 for those it does not. */
   static renew(holds: readonly Renewable[], ms?: number): ScriptCall<number[]> {
     return {

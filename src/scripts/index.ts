@@ -152,15 +152,22 @@ export const inspectScript = defineScript('inspect.lua', luaSources.inspect, (re
 function queueReply(values: readonly unknown[], reply: unknown): QueueReply {
   const [now, lastFence, length, queuePttl, waitersPttl, described] = values;
   const numbers = [now, lastFence, length, queuePttl, waitersPttl];
-  if (!numbers.every((v): v is number => Number.isInteger(v)) || !Array.isArray(described) || described.length % 7 !== 0) fail('inspect.lua', reply);
+  if (!numbers.every((v): v is number => Number.isInteger(v))) fail('inspect.lua', reply);
+  const waiters = queuedWaiters('inspect.lua', described, reply);
+  return { now: now as number, lastFence: lastFence as number, length: length as number, queuePttl: queuePttl as number, waitersPttl: waitersPttl as number, waiters };
+}
+
+/** Seven values per queued waiter, as inspect.lua and rw-inspect.lua describe them: `{owner, expiry, leaseMs, allowanceMs, kind, clientId, since}`. */
+function queuedWaiters(script: string, described: unknown, reply: unknown): QueuedWaiterReply[] {
+  if (!Array.isArray(described) || described.length % 7 !== 0) fail(script, reply);
   const waiters: QueuedWaiterReply[] = [];
   for (let i = 0; i < described.length; i += 7) {
     const [owner, expiry, leaseMs, allowanceMs, kind, clientId, since] = described.slice(i, i + 7) as unknown[];
-    if (typeof owner !== 'string' || typeof kind !== 'string' || typeof clientId !== 'string') fail('inspect.lua', reply);
-    if (![expiry, leaseMs, allowanceMs, since].every((v) => Number.isInteger(v))) fail('inspect.lua', reply);
+    if (typeof owner !== 'string' || typeof kind !== 'string' || typeof clientId !== 'string') fail(script, reply);
+    if (![expiry, leaseMs, allowanceMs, since].every((v) => Number.isInteger(v))) fail(script, reply);
     waiters.push({ owner, expiry: expiry as number, leaseMs: leaseMs as number, allowanceMs: allowanceMs as number, kind, clientId, since: kind === '' ? undefined : (since as number) });
   }
-  return { now: now as number, lastFence: lastFence as number, length: length as number, queuePttl: queuePttl as number, waitersPttl: waitersPttl as number, waiters };
+  return waiters;
 }
 
 /** A queued waiter leaves the queue; see leave.lua. True when a lock handed to it was passed on. */
@@ -203,6 +210,35 @@ export interface ReadWriteInspectReply {
   readonly readers: number;
   /** The last fence handed out; 0 when none is known. */
   readonly fence: number;
+  /** The holds and queue in detail, when the call passed the queue's keys (the CLI's read). */
+  readonly detail?: ReadWriteDetailReply;
+}
+
+/** A read/write lock's holds, queue and keys, as rw-inspect.lua reads them given the queue's keys (times in ms on the server's clock). */
+export interface ReadWriteDetailReply {
+  /** The server's clock when it read them. */
+  readonly now: number;
+  /** PTTL of each key (-2: absent; -1: no expiry). */
+  readonly statePttl: number;
+  readonly leasesPttl: number;
+  readonly queuePttl: number;
+  readonly waitersPttl: number;
+  /** Entries in the queue list, live or not. */
+  readonly length: number;
+  /** The live holds (lease not run out), in expiry order. */
+  readonly holds: readonly ReadWriteHoldReply[];
+  /** The first waiters of the queue (kind `read` or `write`), as many as were asked for, in queue order. */
+  readonly waiters: readonly QueuedWaiterReply[];
+}
+
+/** One live hold of a read/write lock. */
+export interface ReadWriteHoldReply {
+  readonly side: 'read' | 'write';
+  readonly owner: string;
+  /** Its re-entrant holds. */
+  readonly count: number;
+  /** Its lease's expiry, ms on the server's clock. */
+  readonly expiry: number;
 }
 
 /** Read/write lock: take a hold on one side, or join (or refresh) the queue; see rw-acquire.lua. */
@@ -235,11 +271,23 @@ export const readWriteForceReleaseScript = defineScript('rw-force-release.lua', 
   return reply === 1;
 });
 
-/** Read/write lock: read its state; see rw-inspect.lua. */
+/** Read/write lock: read its state (given the queue's keys, in detail); see rw-inspect.lua. */
 export const readWriteInspectScript = defineScript('rw-inspect.lua', luaSources.rwInspect, (reply): ReadWriteInspectReply => {
-  const r = integers('rw-inspect.lua', reply);
-  if (r.length !== 3) fail('rw-inspect.lua', reply);
-  return { writer: at(r, 0, 'rw-inspect.lua') === 1, readers: at(r, 1, 'rw-inspect.lua'), fence: at(r, 2, 'rw-inspect.lua') };
+  const script = 'rw-inspect.lua';
+  if (!Array.isArray(reply) || (reply.length !== 3 && reply.length !== 11)) fail(script, reply);
+  const r = integers(script, reply.slice(0, reply.length === 3 ? 3 : 9));
+  const state = { writer: at(r, 0, script) === 1, readers: at(r, 1, script), fence: at(r, 2, script) };
+  if (reply.length === 3) return state;
+  const [now, statePttl, leasesPttl, queuePttl, waitersPttl, length] = r.slice(3) as [number, number, number, number, number, number];
+  const flat: unknown = reply[9];
+  if (!Array.isArray(flat) || flat.length % 3 !== 0) fail(script, reply);
+  const holds: ReadWriteHoldReply[] = [];
+  for (let i = 0; i < flat.length; i += 3) {
+    const [member, count, expiry] = flat.slice(i, i + 3) as unknown[];
+    if (typeof member !== 'string' || !/^[rw]:/.test(member) || !Number.isInteger(count) || !Number.isInteger(expiry)) fail(script, reply);
+    holds.push({ side: member.startsWith('w:') ? 'write' : 'read', owner: member.slice(2), count: count as number, expiry: expiry as number });
+  }
+  return { ...state, detail: { now, statePttl, leasesPttl, queuePttl, waitersPttl, length, holds, waiters: queuedWaiters(script, reply[10], reply) } };
 });
 
 /** A semaphore's state as semaphore-inspect.lua reads it, on the server's clock. */
@@ -256,6 +304,39 @@ export interface SemaphoreInspectReply {
   readonly earliestPttl: number;
   /** Entries in the queue, live or not. */
   readonly queued: number;
+  /** The holders and queue in detail, when the call passed the waiters hash (the CLI's read). */
+  readonly detail?: SemaphoreDetailReply;
+}
+
+/** A semaphore's holders, queue and keys, as semaphore-inspect.lua reads them given the waiters hash (times in ms on the server's clock). */
+export interface SemaphoreDetailReply {
+  /** The server's clock when it read them. */
+  readonly now: number;
+  /** The last fence handed out; 0 when none is known. */
+  readonly lastFence: number;
+  /** PTTL of each key (-2: absent; -1: no expiry). */
+  readonly metaPttl: number;
+  readonly holdersPttl: number;
+  readonly leasesPttl: number;
+  readonly queuePttl: number;
+  readonly waitersPttl: number;
+  /** The live holders (lease not run out), soonest expiry first. */
+  readonly holders: readonly SemaphoreHolderReply[];
+  /** The first waiters of the queue, as many as were asked for, in queue order (`kind` is `semaphore`, or `''` for an entry padlock cannot read). */
+  readonly waiters: readonly (QueuedWaiterReply & { readonly permits: number })[];
+}
+
+/** One live holder of a semaphore. */
+export interface SemaphoreHolderReply {
+  readonly owner: string;
+  readonly permits: number;
+  /** Its re-entrant holds. */
+  readonly count: number;
+  readonly fence: number;
+  /** Its clients field (client ids, comma-separated; `'*'` unknown, too many). */
+  readonly clients: string;
+  /** Its lease's expiry, ms on the server's clock. */
+  readonly expiry: number;
 }
 
 /** The reply of semaphore-acquire.lua: an acquire reply, or `{-2, limit}` (more permits asked than the limit). */
@@ -297,10 +378,30 @@ export const semaphoreSetPermitsScript = defineScript('semaphore-set-permits.lua
   return reply as number;
 });
 
-/** Read a semaphore's state; see semaphore-inspect.lua. */
+/** Read a semaphore's state (given the waiters hash, in detail); see semaphore-inspect.lua. */
 export const semaphoreInspectScript = defineScript('semaphore-inspect.lua', luaSources.semaphoreInspect, (reply): SemaphoreInspectReply => {
-  const r = integers('semaphore-inspect.lua', reply);
-  if (r.length !== 6) fail('semaphore-inspect.lua', reply);
+  const script = 'semaphore-inspect.lua';
+  if (!Array.isArray(reply) || (reply.length !== 6 && reply.length !== 15)) fail(script, reply);
+  const r = integers(script, reply.slice(0, reply.length === 6 ? 6 : 13));
   const [limit, used, holders, earliestPttl, queued, stored] = r as [number, number, number, number, number, number];
-  return { limit, used, holders, earliestPttl, queued, stored: stored === 1 };
+  const state = { limit, used, holders, earliestPttl, queued, stored: stored === 1 };
+  if (reply.length === 6) return state;
+  const [now, lastFence, metaPttl, holdersPttl, leasesPttl, queuePttl, waitersPttl] = r.slice(6) as [number, number, number, number, number, number, number];
+  const flatHolders: unknown = reply[13];
+  const flatWaiters: unknown = reply[14];
+  if (!Array.isArray(flatHolders) || flatHolders.length % 6 !== 0 || !Array.isArray(flatWaiters) || flatWaiters.length % 7 !== 0) fail(script, reply);
+  const described: SemaphoreHolderReply[] = [];
+  for (let i = 0; i < flatHolders.length; i += 6) {
+    const [owner, permits, count, fence, clients, expiry] = flatHolders.slice(i, i + 6) as unknown[];
+    if (typeof owner !== 'string' || typeof clients !== 'string' || ![permits, count, fence, expiry].every((v) => Number.isInteger(v))) fail(script, reply);
+    described.push({ owner, permits: permits as number, count: count as number, fence: fence as number, clients, expiry: expiry as number });
+  }
+  const waiters: (QueuedWaiterReply & { readonly permits: number })[] = [];
+  for (let i = 0; i < flatWaiters.length; i += 7) {
+    const [owner, expiry, leaseMs, allowanceMs, permits, clientId, since] = flatWaiters.slice(i, i + 7) as unknown[];
+    if (typeof owner !== 'string' || typeof clientId !== 'string' || ![expiry, leaseMs, allowanceMs, permits, since].every((v) => Number.isInteger(v))) fail(script, reply);
+    const kind = clientId === '' ? '' : 'semaphore';
+    waiters.push({ owner, expiry: expiry as number, leaseMs: leaseMs as number, allowanceMs: allowanceMs as number, kind, clientId, since: kind === '' ? undefined : (since as number), permits: permits as number });
+  }
+  return { ...state, detail: { now, lastFence, metaPttl, holdersPttl, leasesPttl, queuePttl, waitersPttl, holders: described, waiters } };
 });
