@@ -1,7 +1,8 @@
 /**
  * Locks as an operator sees them (the `padlock` CLI's `list`, `inspect`, `watch` and `reap`): finding
- * lock names with `SCAN`, reading each lock's holds, fence and queue with inspect.lua, in one call,
- * and reaping the holds of dead clients (reaping.ts).
+ * lock names with `SCAN`, reading each lock's holds, fence and queue in one call (inspect.lua for the
+ * mutex family; each other kind's own inspect script, through its protocol class), and reaping the
+ * holds of dead clients (reaping.ts: mutexes only).
  *
  * Outside the scripts, this is the one module that knows how a lock's state is laid out in Redis
  * (which keys a lock has, what a queued waiter's entry holds): a change of that layout changes
@@ -11,27 +12,44 @@
  * documented (docs/cli.md).
  */
 import { clientIds, hashTag, livenessKey, lockKeys, scriptKeys, type LockKeys } from './keys.js';
+import { ReadWriteProtocol, readWriteKeys } from './locks/read-write-protocol.js';
+import { semaphoreKeys, SemaphoreProtocol, semaphoreScriptKeys } from './locks/semaphore-protocol.js';
 import type { CommandConnection } from './redis/connection.js';
 import { ScriptRunner } from './redis/script-runner.js';
-import { inspectScript, type InspectReply, type QueueReply } from './scripts/index.js';
+import { inspectScript, type InspectReply, type QueueReply, type QueuedWaiterReply, type ReadWriteInspectReply, type SemaphoreInspectReply } from './scripts/index.js';
 import { clientsAliveCall } from './liveness.js';
 import { reapIfDead, type ReapOutcome } from './reaping.js';
 import { SingleServer } from './topology/single-server.js';
+import type { ScriptCall } from './topology/topology.js';
+
+/**
+ * The lock families, each with keys of its own: `mutex` (`mutex` and `fairMutex` share their keys),
+ * `readWrite`, `semaphore`. One name may be used by several at once: each is a lock of its own.
+ */
+export type LockKind = 'mutex' | 'readWrite' | 'semaphore';
+
+/** One lock found under a prefix: a name and the family whose keys it has. */
+export interface LockId {
+  readonly name: string;
+  readonly kind: LockKind;
+}
 
 /** A lock's state at one moment, as one script read it. Times in ms; fields are the CLI's `--json` ones. */
 export interface LockState {
   /** The lock's name. */
   readonly name: string;
-  /** The lock family: `mutex` (`mutex` and `fairMutex` share their keys). A waiter's own kind is in {@link WaiterState.kind}. */
-  readonly kind: 'mutex';
+  /** The lock family. A waiter's own kind is in {@link WaiterState.kind}. */
+  readonly kind: LockKind;
   /** Whether someone holds it. */
   readonly held: boolean;
-  /** Fence of the current hold; `null` when free. */
+  /** Fence of the current hold (a semaphore: its newest holder's; a read/write lock: the last handed out, which readers share); `null` when free. */
   readonly fence: number | null;
-  /** Remaining lease of the current hold; `null` when free. */
+  /** Remaining lease of the current hold (several holders: the longest, when the lock is free at the latest); `null` when free. */
   readonly leaseMs: number | null;
-  /** Owners holding it, with their hold counts (one for a mutex). */
+  /** Owners holding it, with their hold counts (one for a mutex; a read/write lock's writer first). */
   readonly holders: readonly HolderState[];
+  /** A semaphore's permits: held by live holders, and its limit; absent for other kinds. */
+  readonly permits?: PermitsState;
   /** Queued waiters not known to be dead (a waiter past its heartbeat is skipped at the next handoff). */
   readonly waiting: number;
   /** How long the longest-queued live waiter (of those read) has been queued; `null` when none is. */
@@ -42,6 +60,14 @@ export interface LockState {
   readonly waiters: readonly WaiterState[];
   /** The lock's keys in Redis, with their remaining time to live. */
   readonly keys: readonly KeyState[];
+}
+
+/** A semaphore's permits. */
+export interface PermitsState {
+  /** Permits held by live holders. */
+  readonly used: number;
+  /** The limit stored by `setPermits`; `null` when none is (the limit is then the `permits` each client's code passes). */
+  readonly limit: number | null;
 }
 
 /** One holder of a lock. */
@@ -56,6 +82,14 @@ export interface HolderState {
    * records none): such a hold is never reaped.
    */
   readonly clients: readonly string[] | null;
+  /** A read/write lock's holder: the side it holds. Absent for other kinds. */
+  readonly side?: 'read' | 'write';
+  /** A semaphore's holder: the permits it holds. Absent for other kinds. */
+  readonly permits?: number;
+  /** A semaphore's holder: its own fence. Absent for other kinds. */
+  readonly fence?: number;
+  /** A read/write lock's or a semaphore's holder: its own remaining lease. Absent for a mutex (see {@link LockState.leaseMs}). */
+  readonly leaseMs?: number;
 }
 
 /** One queued waiter. */
@@ -64,8 +98,11 @@ export interface WaiterState {
   readonly position: number;
   /** Its owner token. */
   readonly owner: string;
-  /** `fair` (is handed the lock in turn), `mutex` (is woken in turn), `unknown` (an entry padlock cannot read: dead). */
-  readonly kind: 'mutex' | 'fair' | 'unknown';
+  /**
+   * `fair` (is handed the lock in turn), `mutex` (is woken in turn), `read` / `write` (a read/write
+   * lock's: the side it waits for), `semaphore`, `unknown` (an entry padlock cannot read: dead).
+   */
+  readonly kind: 'mutex' | 'fair' | 'read' | 'write' | 'semaphore' | 'unknown';
   /** The id of the Padlock (one per client process, usually) it belongs to; `null` when unknown. */
   readonly clientId: string | null;
   /** Whether its heartbeat is current; a dead waiter is skipped and forgotten at the next handoff. */
@@ -76,16 +113,25 @@ export interface WaiterState {
   readonly heartbeatMs: number | null;
   /** The lease it asks for; `null` when unknown. */
   readonly leaseMs: number | null;
+  /** A semaphore's waiter: the permits it asks for. Absent for other kinds. */
+  readonly permits?: number;
 }
 
 /** One key of a lock. */
 export interface KeyState {
-  /** What the key is for: `lock` (string: fence, holder, hold count; a tombstone once freed), `queue` (list of entries), `waiters` (hash: owner → entry). */
-  readonly role: 'lock' | 'queue' | 'waiters';
+  /**
+   * What the key is for, its name's suffix. A mutex's: `lock` (string: fence, holder, hold count; a
+   * tombstone once freed), `queue` (list of entries), `waiters` (hash: owner → entry). A read/write
+   * lock's: `rw` (hash: fence, holds), `rwleases` (sorted set: each hold's expiry), `rwqueue`,
+   * `rwwaiters`. A semaphore's: `semaphore` (hash: limit, fence), `semaphore-holders` (hash: each
+   * holder's permits and holds), `semaphore-leases` (sorted set), `semaphore-queue`,
+   * `semaphore-waiters`. See docs/protocol.md.
+   */
+  readonly role: KeyRole;
   /** The key's name in Redis. */
   readonly key: string;
   /** Its Redis type. */
-  readonly type: 'string' | 'list' | 'hash';
+  readonly type: 'string' | 'list' | 'hash' | 'zset';
   /** Whether it exists. */
   readonly exists: boolean;
   /** Its remaining time to live; `null` when absent or without an expiry. */
@@ -97,8 +143,36 @@ export interface ScanNode {
   scan(cursor: string, match: 'MATCH', pattern: string, count: 'COUNT', n: number): Promise<[cursor: string, keys: string[]]>;
 }
 
-/** The suffixes of a lock's keys (keys.ts). */
-const ROLES = new Set(['lock', 'queue', 'waiters']);
+/** The suffixes of each family's keys (keys.ts, and the kinds' protocol classes), and the family they belong to. */
+const ROLES = {
+  lock: 'mutex',
+  queue: 'mutex',
+  waiters: 'mutex',
+  rw: 'readWrite',
+  rwleases: 'readWrite',
+  rwqueue: 'readWrite',
+  rwwaiters: 'readWrite',
+  semaphore: 'semaphore',
+  'semaphore-holders': 'semaphore',
+  'semaphore-leases': 'semaphore',
+  'semaphore-queue': 'semaphore',
+  'semaphore-waiters': 'semaphore',
+} as const satisfies Record<string, LockKind>;
+
+/** The suffix of one of a lock's keys: what the key is for. */
+export type KeyRole = keyof typeof ROLES;
+
+function isRole(suffix: string): suffix is KeyRole {
+  return Object.hasOwn(ROLES, suffix);
+}
+
+/** The lock family whose key has the suffix `role`. */
+export function kindOfRole(role: KeyRole): LockKind {
+  return ROLES[role];
+}
+
+/** Families in the order `list` shows a name's rows. */
+const KIND_ORDER: readonly LockKind[] = ['mutex', 'readWrite', 'semaphore'];
 
 /** Escapes the glob characters of `text` for a `SCAN MATCH` pattern. */
 function globEscape(text: string): string {
@@ -120,22 +194,22 @@ export function parseLockKey(prefix: string, key: string): { name: string; role:
   if (close < prefix.length + 2) return undefined;
   const tag = key.slice(prefix.length + 2, close);
   const role = key.slice(close + 2);
-  if (/[{}]/.test(tag) || !ROLES.has(role)) return undefined;
+  if (/[{}]/.test(tag) || !isRole(role)) return undefined;
   const name = tag.replace(/%(25|7B|7D)/g, (_, code: string) => (code === '25' ? '%' : code === '7B' ? '{' : '}'));
   // Only names padlock could have written: hashTag(name) must give this tag back.
   if (hashTag(name) !== tag || name.length === 0) return undefined;
-  return { name, role: role as KeyState['role'] };
+  return { name, role };
 }
 
 /**
- * The names of the locks under `prefix` matching `namePattern` that have a key: held, queued on, or
- * freed within the hour (a freed lock's key stays an hour, keeping its last fence). Walks every node
- * with `SCAN` (never `KEYS`), `count` keys a step.
- * @returns the names, sorted
+ * The locks under `prefix` matching `namePattern` that have a key, each name once per family whose
+ * keys it has: held, queued on, or freed within the hour (a freed lock's key stays an hour, keeping
+ * its last fence). Walks every node with `SCAN` (never `KEYS`), `count` keys a step.
+ * @returns the locks, sorted by name, then family (mutex, readWrite, semaphore)
  */
-export async function scanLockNames(nodes: readonly ScanNode[], prefix: string, namePattern: string, options: { count?: number } = {}): Promise<string[]> {
+export async function scanLocks(nodes: readonly ScanNode[], prefix: string, namePattern: string, options: { count?: number } = {}): Promise<LockId[]> {
   const pattern = lockKeyPattern(prefix, namePattern);
-  const names = new Set<string>();
+  const found = new Map<string, Set<LockKind>>();
   await Promise.all(
     nodes.map(async (node) => {
       let cursor = '0';
@@ -144,12 +218,20 @@ export async function scanLockNames(nodes: readonly ScanNode[], prefix: string, 
         cursor = next;
         for (const key of keys) {
           const parsed = parseLockKey(prefix, key);
-          if (parsed !== undefined) names.add(parsed.name);
+          if (parsed === undefined) continue;
+          const kinds = found.get(parsed.name) ?? new Set<LockKind>();
+          kinds.add(kindOfRole(parsed.role));
+          found.set(parsed.name, kinds);
         }
       } while (cursor !== '0');
     }),
   );
-  return [...names].sort();
+  return [...found.keys()].sort().flatMap((name) => KIND_ORDER.filter((kind) => found.get(name)?.has(kind)).map((kind) => ({ name, kind })));
+}
+
+/** The names of the locks {@link scanLocks} finds, each once whatever its families, sorted. */
+export async function scanLockNames(nodes: readonly ScanNode[], prefix: string, namePattern: string, options: { count?: number } = {}): Promise<string[]> {
+  return [...new Set((await scanLocks(nodes, prefix, namePattern, options)).map((lock) => lock.name))];
 }
 
 /** Whether a lock is in use: held, or with live waiters. */
@@ -163,7 +245,7 @@ export function inUse(state: LockState): boolean {
  * @param nodes every node to SCAN: the server, or each master of a Cluster
  */
 export async function listLocks(nodes: readonly ScanNode[], reader: LockReader, prefix: string, namePattern: string, options: { all?: boolean; waiters?: number } = {}): Promise<LockState[]> {
-  const states = await reader.readAll(await scanLockNames(nodes, prefix, namePattern), options.waiters);
+  const states = await reader.readAll(await scanLocks(nodes, prefix, namePattern), options.waiters);
   return options.all === true ? states : states.filter(inUse);
 }
 
@@ -182,50 +264,162 @@ export class LockReader {
   }
 
   /**
-   * Reads one lock, free or not, with its first `waiters` queued waiters described.
+   * Reads one lock of family `kind`, free or not, with its first `waiters` queued waiters described.
    * @throws RedisUnavailableError or RedisCommandError from the call
    */
-  async read(name: string, waiters = 100): Promise<LockState> {
-    const keys = lockKeys(this.#prefix, name);
-    const reply = await this.#runner.send(inspectScript, scriptKeys(keys), [waiters], name);
-    return lockState(name, keys, reply);
+  async read(name: string, waiters = 100, kind: LockKind = 'mutex'): Promise<LockState> {
+    switch (kind) {
+      case 'mutex': {
+        const keys = lockKeys(this.#prefix, name);
+        return lockState(name, keys, await this.#runner.send(inspectScript, scriptKeys(keys), [waiters], name));
+      }
+      case 'readWrite': {
+        // The side only names the hold in a client's registry; both sides share every key.
+        const protocol = new ReadWriteProtocol(readWriteKeys('write')(this.#prefix, name), '', false);
+        return readWriteState(protocol, await this.#run(protocol.describe(waiters)));
+      }
+      case 'semaphore': {
+        // Limit 0 when none is stored: the CLI does not know the one the code passes (reported as null).
+        const protocol = new SemaphoreProtocol(semaphoreKeys(this.#prefix, name), 0, '', false);
+        return semaphoreState(protocol, await this.#run(protocol.describe(waiters)));
+      }
+    }
   }
 
-  /** Reads each of `names`, at most `concurrency` calls in flight, in the order given. */
-  async readAll(names: readonly string[], waiters = 100, concurrency = 64): Promise<LockState[]> {
-    const states: LockState[] = new Array<LockState>(names.length);
+  /**
+   * Reads every family's lock named `name` that has a key (each its own {@link LockState}, in the
+   * order mutex, readWrite, semaphore); a name without any key reads as one free mutex.
+   */
+  async readKinds(name: string, waiters = 100): Promise<LockState[]> {
+    const states = await Promise.all(KIND_ORDER.map((kind) => this.read(name, waiters, kind)));
+    const present = states.filter((state) => state.keys.some((key) => key.exists));
+    return present.length > 0 ? present : states.slice(0, 1);
+  }
+
+  /** Reads each of `locks` (a bare name: its mutex), at most `concurrency` calls in flight, in the order given. */
+  async readAll(locks: readonly (string | LockId)[], waiters = 100, concurrency = 64): Promise<LockState[]> {
+    const states: LockState[] = new Array<LockState>(locks.length);
     let next = 0;
     const worker = async (): Promise<void> => {
-      while (next < names.length) {
+      while (next < locks.length) {
         const i = next++;
-        states[i] = await this.read(names[i] as string, waiters);
+        const lock = locks[i] as string | LockId;
+        states[i] = typeof lock === 'string' ? await this.read(lock, waiters) : await this.read(lock.name, waiters, lock.kind);
       }
     };
-    await Promise.all(Array.from({ length: Math.min(concurrency, names.length) }, worker));
+    await Promise.all(Array.from({ length: Math.min(concurrency, locks.length) }, worker));
     return states;
   }
+
+  /** Sends a read-only call a kind's protocol built. */
+  #run<Result>(call: ScriptCall<Result>): Promise<Result> {
+    return this.#runner.send(call.script, call.keys, call.args, call.lock);
+  }
+}
+
+/** Remaining time to live from a PTTL: `null` when the key is absent (-2) or never expires (-1). */
+function ttl(pttl: number): number | null {
+  return pttl >= 0 ? pttl : null;
+}
+
+/** A key of a lock, from its PTTL. */
+function keyState(role: KeyRole, key: string, type: KeyState['type'], pttl: number): KeyState {
+  return { role, key, type, exists: pttl !== -2, ttlMs: ttl(pttl) };
+}
+
+/** Queued waiters as read at `now`, their kinds from `kindOf` (`undefined`: an entry padlock cannot read). */
+function waiterStates(now: number, waiters: readonly QueuedWaiterReply[], kindOf: (w: QueuedWaiterReply) => WaiterState['kind'] | undefined): WaiterState[] {
+  return waiters.map((w, i): WaiterState => {
+    const kind = kindOf(w);
+    const known = kind !== undefined;
+    return {
+      position: i + 1,
+      owner: w.owner,
+      kind: kind ?? 'unknown',
+      clientId: known ? w.clientId : null,
+      alive: known && w.expiry >= now,
+      waitedMs: w.since === undefined ? null : Math.max(0, now - w.since),
+      heartbeatMs: known ? w.expiry - now : null,
+      leaseMs: known ? w.leaseMs : null,
+    };
+  });
+}
+
+/** How many of a queue of `length` entries wait alive, and the longest wait of those read. */
+function queueSummary(length: number, waiters: readonly WaiterState[]): Pick<LockState, 'waiting' | 'oldestWaitMs'> {
+  const dead = waiters.filter((w) => !w.alive).length;
+  const waited = waiters.flatMap((w) => (w.alive && w.waitedMs !== null ? [w.waitedMs] : []));
+  return { waiting: Math.max(0, length - dead), oldestWaitMs: waited.length > 0 ? Math.max(...waited) : null };
+}
+
+/** The detail part of a kind's inspect reply, which the CLI's calls always ask for. */
+function detailOf<Detail>(detail: Detail | undefined, script: string): Detail {
+  if (detail === undefined) throw new TypeError(`${script} was called without the keys that ask for its detail`);
+  return detail;
+}
+
+/** Turns rw-inspect.lua's detailed reply into a {@link LockState}. */
+function readWriteState(protocol: ReadWriteProtocol, reply: ReadWriteInspectReply): LockState {
+  const keys = protocol.keys;
+  const d = detailOf(reply.detail, 'rw-inspect.lua');
+  const holds = [...d.holds].sort((a, b) => (a.side === b.side ? 0 : a.side === 'write' ? -1 : 1));
+  const held = holds.length > 0;
+  const waiters = waiterStates(d.now, d.waiters, (w) => (w.kind === 'read' || w.kind === 'write' ? w.kind : undefined));
+  return {
+    name: keys.name,
+    kind: 'readWrite',
+    held,
+    fence: held && reply.fence > 0 ? reply.fence : null,
+    leaseMs: held ? Math.max(...holds.map((h) => h.expiry)) - d.now : null,
+    // Read/write holds record no clients: `padlock reap` leaves them to their own leases.
+    holders: holds.map((h) => ({ owner: h.owner, holdCount: h.count, clients: null, side: h.side, leaseMs: h.expiry - d.now })),
+    ...queueSummary(d.length, waiters),
+    lastFence: reply.fence > 0 ? reply.fence : null,
+    waiters,
+    keys: [
+      keyState('rw', keys.state, 'hash', d.statePttl),
+      keyState('rwleases', keys.leases, 'zset', d.leasesPttl),
+      keyState('rwqueue', keys.queue, 'list', d.queuePttl),
+      keyState('rwwaiters', keys.waiters, 'hash', d.waitersPttl),
+    ],
+  };
+}
+
+/** Turns semaphore-inspect.lua's detailed reply into a {@link LockState}. */
+function semaphoreState(protocol: SemaphoreProtocol, reply: SemaphoreInspectReply): LockState {
+  const d = detailOf(reply.detail, 'semaphore-inspect.lua');
+  const [meta, holdersKey, leasesKey, queueKey, waitersKey] = semaphoreScriptKeys(protocol.keys) as [string, string, string, string, string];
+  const held = d.holders.length > 0;
+  const waiters = d.waiters.map((w, i) => {
+    const [state] = waiterStates(d.now, [w], (x) => (x.kind === 'semaphore' ? 'semaphore' : undefined));
+    return { ...(state as WaiterState), position: i + 1, ...(w.kind === 'semaphore' ? { permits: w.permits } : {}) };
+  });
+  return {
+    name: protocol.keys.name,
+    kind: 'semaphore',
+    held,
+    fence: held ? Math.max(...d.holders.map((h) => h.fence)) : null,
+    leaseMs: held ? Math.max(...d.holders.map((h) => h.expiry)) - d.now : null,
+    holders: d.holders.map((h) => ({ owner: h.owner, holdCount: h.count, clients: clientIds(h.clients) ?? null, permits: h.permits, fence: h.fence, leaseMs: h.expiry - d.now })),
+    permits: { used: reply.used, limit: reply.stored ? reply.limit : null },
+    ...queueSummary(reply.queued, waiters),
+    lastFence: d.lastFence > 0 ? d.lastFence : null,
+    waiters,
+    keys: [
+      keyState('semaphore', meta, 'hash', d.metaPttl),
+      keyState('semaphore-holders', holdersKey, 'hash', d.holdersPttl),
+      keyState('semaphore-leases', leasesKey, 'zset', d.leasesPttl),
+      keyState('semaphore-queue', queueKey, 'list', d.queuePttl),
+      keyState('semaphore-waiters', waitersKey, 'hash', d.waitersPttl),
+    ],
+  };
 }
 
 /** Turns inspect.lua's reply into a {@link LockState}. */
 function lockState(name: string, keys: LockKeys, reply: InspectReply): LockState {
   const queue: QueueReply = reply.queue ?? { now: 0, lastFence: 0, queuePttl: -2, waitersPttl: -2, length: 0, waiters: [] };
   const held = reply.fence > 0;
-  const waiters = queue.waiters.map((w, i): WaiterState => {
-    const known = w.kind !== '';
-    return {
-      position: i + 1,
-      owner: w.owner,
-      kind: w.kind === 'fair' || w.kind === 'mutex' ? w.kind : 'unknown',
-      clientId: known ? w.clientId : null,
-      alive: known && w.expiry >= queue.now,
-      waitedMs: w.since === undefined ? null : Math.max(0, queue.now - w.since),
-      heartbeatMs: known ? w.expiry - queue.now : null,
-      leaseMs: known ? w.leaseMs : null,
-    };
-  });
-  const dead = waiters.filter((w) => !w.alive).length;
-  const waited = waiters.flatMap((w) => (w.alive && w.waitedMs !== null ? [w.waitedMs] : []));
-  const ttl = (pttl: number): number | null => (pttl >= 0 ? pttl : null);
+  const waiters = waiterStates(queue.now, queue.waiters, (w) => (w.kind === 'fair' || w.kind === 'mutex' ? w.kind : w.kind === '' ? undefined : 'unknown'));
   return {
     name,
     kind: 'mutex',
@@ -233,15 +427,10 @@ function lockState(name: string, keys: LockKeys, reply: InspectReply): LockState
     fence: held ? reply.fence : null,
     leaseMs: held ? ttl(reply.pttl) : null,
     holders: [...reply.holders].map(([owner, holdCount]) => ({ owner, holdCount, clients: clientIds(reply.clients) ?? null })),
-    waiting: Math.max(0, queue.length - dead),
-    oldestWaitMs: waited.length > 0 ? Math.max(...waited) : null,
+    ...queueSummary(queue.length, waiters),
     lastFence: queue.lastFence > 0 ? queue.lastFence : null,
     waiters,
-    keys: [
-      { role: 'lock', key: keys.lock, type: 'string', exists: reply.pttl !== -2, ttlMs: ttl(reply.pttl) },
-      { role: 'queue', key: keys.queue, type: 'list', exists: queue.queuePttl !== -2, ttlMs: ttl(queue.queuePttl) },
-      { role: 'waiters', key: keys.waiters, type: 'hash', exists: queue.waitersPttl !== -2, ttlMs: ttl(queue.waitersPttl) },
-    ],
+    keys: [keyState('lock', keys.lock, 'string', reply.pttl), keyState('queue', keys.queue, 'list', queue.queuePttl), keyState('waiters', keys.waiters, 'hash', queue.waitersPttl)],
   };
 }
 
@@ -266,10 +455,10 @@ export class LockReaper {
     this.#prefix = prefix;
   }
 
-  /** Whether the holder of `state` is dead, without changing anything (`unknown`: free, or its clients unknown). */
+  /** Whether the holder of `state` is dead, without changing anything (`unknown`: free, its clients unknown, or not a mutex). */
   async holderLiveness(state: LockState): Promise<HolderLiveness> {
     const holder = state.holders[0];
-    if (!state.held || holder === undefined || holder.clients === null) return 'unknown';
+    if (state.kind !== 'mutex' || !state.held || holder === undefined || holder.clients === null) return 'unknown';
     const alive = await Promise.all(holder.clients.map((id) => this.#topology.run(clientsAliveCall([livenessKey(this.#prefix, id)]))));
     return alive.some((n) => n > 0) ? 'alive' : 'dead';
   }
@@ -282,6 +471,8 @@ export class LockReaper {
    */
   async reap(state: LockState): Promise<ReapOutcome> {
     const holder = state.holders[0];
+    // Only mutexes are reaped: a read/write lock's holds record no clients, a semaphore's expire alone.
+    if (state.kind !== 'mutex') return 'unknown';
     if (!state.held || holder === undefined) return 'changed';
     if (holder.clients === null) return 'unknown';
     return reapIfDead(this.#topology, this.#prefix, lockKeys(this.#prefix, state.name), { owner: holder.owner, clients: holder.clients.join(',') });

@@ -22,7 +22,10 @@ export interface InspectFlags extends ConnectionFlags {
 export interface InspectReport {
   readonly redis: { readonly url: string; readonly topology: string };
   readonly prefix: string;
+  /** The first of {@link locks}: the name's mutex when it has keys (or no kind has), else its first other kind. */
   readonly lock: LockState;
+  /** Every kind's lock of that name that has a key (mutex, readWrite, semaphore, in that order); one free mutex when none has. */
+  readonly locks: readonly LockState[];
 }
 
 /** Declares `padlock inspect` on `program`; its action passes its exit code to `exit`. */
@@ -34,9 +37,10 @@ export function declareInspect(program: CommanderCommand, context: CommandContex
       .description(
         "Shows one lock, held or free: its holders, their clients and hold counts, fence, lease left, the last " +
           'fence handed out, each queued waiter (kind, client, time queued, heartbeat) and its keys ' +
-          'in Redis with their time to live.',
+          'in Redis with their time to live. A read/write lock or a semaphore of that name is shown ' +
+          'too (holders with their side or permits), each on its own.',
       )
-      .argument('<name>', "the lock's name, as the code passes it to padlock.mutex(name)")
+      .argument('<name>', "the lock's name, as the code passes it to padlock.mutex(name), readWrite(name) or semaphore(name, n)")
       .option('--waiters <n>', 'queued waiters to show, from the head', integerParser('--waiters', 0, 100_000), 100),
     'print a JSON object instead of text (fields: docs/cli.md)',
   )
@@ -47,13 +51,15 @@ export function declareInspect(program: CommanderCommand, context: CommandContex
 async function runInspect(name: string, flags: InspectFlags, context: CommandContext): Promise<number> {
   const checked = lockName(name);
   await withSession(flags, context, async (session) => {
-    const lock = await readLock(session, checked, flags.waiters);
+    const locks = await readLocks(session, checked, flags.waiters);
+    const [lock] = locks as [LockState, ...LockState[]];
     if (flags.json === true) {
-      const report: InspectReport = { redis: { url: session.connection.displayUrl, topology: session.connection.topology }, prefix: session.prefix, lock };
+      const report: InspectReport = { redis: { url: session.connection.displayUrl, topology: session.connection.topology }, prefix: session.prefix, lock, locks };
       context.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
       return;
     }
-    context.stdout.write(`${describeLock(lock, colors(terminalOutput(context.stdout, context.env)))}\n`);
+    const c = colors(terminalOutput(context.stdout, context.env));
+    context.stdout.write(`${locks.map((l) => describeLock(l, c)).join('\n\n')}\n`);
   });
   return ExitCode.ok;
 }
@@ -67,19 +73,24 @@ export function lockName(name: string): string {
   }
 }
 
-/** Reads one lock; a Redis failure as a one-line error. */
-export async function readLock(session: Session, name: string, waiters: number): Promise<LockState> {
+/** Reads every kind's lock named `name` that has a key (a free mutex when none has); a Redis failure as a one-line error. */
+export async function readLocks(session: Session, name: string, waiters: number): Promise<LockState[]> {
   try {
-    return await session.reader.read(name, waiters);
+    return await session.reader.readKinds(name, waiters);
   } catch (error) {
     throw redisFailure(error, session.connection);
   }
 }
 
-/** One line about a lock's holders: `3f9a1c2e5b7d… holds it 2 times, fence 1732…, 28.1 s left`. */
+/** One line about a lock's holders: `held by 3f9a1c2e5b7d… (2 holds), fence 1732…, 28.1 s left` (with sides or permits for the other kinds). */
 export function holdLine(lock: LockState): string {
   if (!lock.held) return 'free';
-  const holders = lock.holders.map((h) => `${h.owner} (${h.holdCount} ${h.holdCount === 1 ? 'hold' : 'holds'})`).join(', ');
+  const holders = lock.holders
+    .map((h) => {
+      const permits = h.permits === undefined ? '' : `, ${h.permits} ${h.permits === 1 ? 'permit' : 'permits'}`;
+      return `${h.side === undefined ? '' : `${h.side} `}${h.owner} (${h.holdCount} ${h.holdCount === 1 ? 'hold' : 'holds'}${permits})`;
+    })
+    .join(', ');
   return `held by ${holders}, fence ${lock.fence ?? '?'}, ${duration(lock.leaseMs)} left`;
 }
 
@@ -95,7 +106,9 @@ export function describeLock(lock: LockState, c: Colors): string {
   const lines = [
     `${label('lock')}${lock.name} (${lock.kind})`,
     `${label('state')}${lock.held ? holdLine(lock) : c.dim('free')}`,
-    ...lock.holders.map((h) => `${label('client')}${h.clients === null ? c.dim('unknown (never reaped)') : h.clients.join(', ')}`),
+    ...(lock.permits === undefined ? [] : [`${label('permits')}${lock.permits.used} held of ${lock.permits.limit ?? c.dim("the code's limit (none stored)")}`]),
+    // A read/write lock's holds record no clients.
+    ...(lock.kind === 'readWrite' ? [] : lock.holders.map((h) => `${label('client')}${h.clients === null ? c.dim('unknown (never reaped)') : h.clients.join(', ')}`)),
     `${label('fence')}${lock.lastFence === null ? c.dim('none handed out within the hour') : `last handed out: ${lock.lastFence}`}`,
     `${label('queue')}${queue}`,
   ];
@@ -108,7 +121,7 @@ export function describeLock(lock: LockState, c: Colors): string {
           lock.waiters.map((w) => [
             String(w.position),
             w.owner,
-            w.kind,
+            w.permits === undefined ? w.kind : `${w.kind} (${w.permits} ${w.permits === 1 ? 'permit' : 'permits'})`,
             w.clientId ?? '—',
             duration(w.waitedMs),
             w.heartbeatMs === null ? c.red('dead: no entry') : w.alive ? `live, ${duration(w.heartbeatMs)} to spare` : c.red(`dead for ${duration(-w.heartbeatMs)}`),

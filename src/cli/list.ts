@@ -3,7 +3,7 @@
  * SCAN on the server or on every master of a Cluster, one line each.
  */
 import type { Command as CommanderCommand } from 'commander';
-import { listLocks, type LockState } from '../inspection.js';
+import { listLocks, type HolderState, type LockState } from '../inspection.js';
 import type { CommandContext } from './command.js';
 import { redisFailure } from './connection.js';
 import { ExitCode } from './errors.js';
@@ -16,7 +16,7 @@ export interface ListFlags extends ConnectionFlags {
   readonly all?: boolean;
 }
 
-/** One lock in `padlock list --json` (and `watch --json`): a {@link LockState} without its waiters and keys. */
+/** One lock in `padlock list --json` (and `watch --json`): a {@link LockState} without its waiters and keys (one row per family using a name). */
 export type LockSummary = Omit<LockState, 'waiters' | 'keys'>;
 
 /** What `padlock list --json` prints. */
@@ -39,8 +39,9 @@ export function declareList(program: CommanderCommand, context: CommandContext, 
       .description(
         'Lists every lock in use (held, or with queued waiters) under the prefix whose name matches ' +
           'the pattern (a Redis glob: * ? [abc]), found with SCAN (never KEYS): on a Cluster, on ' +
-          'every master. One line per lock: kind, holder and hold count, lease left, fence, live ' +
-          'waiters and how long the longest-queued one has waited.',
+          'every master. One line per lock: kind (mutex, readWrite, semaphore with its permits ' +
+          'held/limit; a name used by several kinds has a line for each), holders (side, permits) and ' +
+          'hold counts, lease left, fence, live waiters and how long the longest-queued one has waited.',
       )
       .argument('[pattern]', 'lock names to list', '*')
       .option('--all', 'also free locks whose key remains (a freed lock keeps its key an hour, with its last fence)'),
@@ -98,7 +99,20 @@ export function summary(state: LockState): LockSummary {
     waiting: state.waiting,
     oldestWaitMs: state.oldestWaitMs,
     lastFence: state.lastFence,
+    ...(state.permits === undefined ? {} : { permits: state.permits }),
   };
+}
+
+/** The kind column: a semaphore's with its permits held of its limit (`?`: not stored). */
+export function kindCell(lock: LockState): string {
+  return lock.permits === undefined ? lock.kind : `${lock.kind} ${lock.permits.used}/${lock.permits.limit ?? '?'}`;
+}
+
+/** A holder on one line: its side (read/write lock), its owner token (cut with `short`), its permits (semaphore). */
+export function holderCell(holder: HolderState, short: (token: string) => string = shortToken): string {
+  const side = holder.side === undefined ? '' : `${holder.side} `;
+  const permits = holder.permits === undefined ? '' : ` (${holder.permits} ${holder.permits === 1 ? 'permit' : 'permits'})`;
+  return `${side}${short(holder.owner)}${permits}`;
 }
 
 /** The table `list` prints and `watch` redraws. */
@@ -106,8 +120,8 @@ export function lockTable(locks: readonly LockState[], c: Colors): string {
   const dash = c.dim('—');
   const rows = locks.map((lock) => [
     lock.name,
-    lock.kind,
-    lock.held ? lock.holders.map((h) => shortToken(h.owner)).join(', ') : c.dim('free'),
+    kindCell(lock),
+    lock.held ? lock.holders.map((h) => holderCell(h)).join(', ') : c.dim('free'),
     lock.held ? lock.holders.map((h) => String(h.holdCount)).join(', ') : dash,
     lock.held ? duration(lock.leaseMs) : dash,
     lock.fence === null ? dash : String(lock.fence),

@@ -126,7 +126,8 @@ function untilLost<T>(work: Promise<T>, lost: LostSignal): Promise<T> {
 
 /** One round: every held lock matching `pattern` read, and each whose holder is dead reaped (or, dry, named). */
 async function round(session: Session, reaper: LockReaper, pattern: string, dryRun: boolean): Promise<ReapReport> {
-  const held = (await readList(session, pattern, false)).filter((lock) => lock.held);
+  // Mutexes only: a read/write lock's holds record no clients, a semaphore's holds expire on their own.
+  const held = (await readList(session, pattern, false)).filter((lock) => lock.held && lock.kind === 'mutex');
   const locks: ReapedLock[] = [];
   try {
     for (const lock of held) locks.push(entry(lock, dryRun ? await dryOutcome(reaper, lock) : await reaper.reap(lock)));

@@ -6,25 +6,32 @@
 import { createInterface } from 'node:readline/promises';
 import type { Command as CommanderCommand } from 'commander';
 import { Padlock } from '../padlock.js';
-import type { LockState } from '../inspection.js';
+import type { LockKind, LockState } from '../inspection.js';
 import type { CommandContext } from './command.js';
 import { redisFailure } from './connection.js';
 import { CliError, ExitCode, interruptedError, usageError } from './errors.js';
-import { holdLine, lockName, readLock } from './inspect.js';
+import { holdLine, lockName, readLocks } from './inspect.js';
 import { withConnectionOptions, withSession, type ConnectionFlags } from './operator.js';
 import { terminalOutput } from './progress.js';
 import { colors } from './render.js';
 import { summary, type LockSummary } from './list.js';
+import { integerParser } from './values.js';
 
 /** Flags of `padlock release`. */
 export interface ReleaseFlags extends ConnectionFlags {
   readonly force?: boolean;
   readonly yes?: boolean;
+  readonly kind?: LockKind;
+  readonly permits?: number;
 }
+
+const KINDS: readonly LockKind[] = ['mutex', 'readWrite', 'semaphore'];
 
 /** What `padlock release --json` prints. */
 export interface ReleaseReport {
   readonly name: string;
+  /** The kind of lock released (or found free): `mutex`, `readWrite` or `semaphore`. */
+  readonly kind: LockKind;
   /** True when the lock was held and this freed it; false when it was already free. */
   readonly released: boolean;
   /** The lock as read just before (its holder, fence, waiters). */
@@ -39,13 +46,16 @@ export function declareRelease(program: CommanderCommand, context: CommandContex
       .summary('free a stuck lock whoever holds it (--force), and wake its waiters')
       .description(
         'Frees a lock whoever holds it, as lock.forceRelease() does: the first live waiter is handed ' +
-          'the lock (fairMutex) or woken (mutex). The holder is not told: it finds out at its next ' +
+          'the lock (fairMutex) or woken (mutex); a read/write lock (both sides) or a semaphore (every ' +
+          'permit) admits the queued waiters it then allows. The holder is not told: it finds out at its next ' +
           'renewal (its lease.signal aborts), so only free a lock whose holder is gone or stuck. ' +
           'Asks for confirmation when run in a terminal; elsewhere --yes is needed.',
       )
       .argument('<name>', "the lock's name")
       .option('--force', 'required: say that you mean to free a lock someone else holds')
-      .option('-y, --yes', 'do not ask for confirmation'),
+      .option('-y, --yes', 'do not ask for confirmation')
+      .option('--kind <kind>', 'which lock of that name: mutex, readWrite or semaphore (needed when several are held)', kindParser)
+      .option('--permits <n>', "a semaphore without a stored limit: the limit its code passes, to admit waiters up to it (default 1)", integerParser('--permits', 1, 1_000_000_000)),
     'print a JSON object instead of a sentence (fields: docs/cli.md)',
   )
     .addHelpText(
@@ -61,15 +71,19 @@ async function runRelease(name: string, flags: ReleaseFlags, context: CommandCon
   const interactive = context.stdin.isTTY === true && context.stderr.isTTY === true;
   if (flags.yes !== true && !interactive) throw usageError('not a terminal, so no one can confirm: add --yes to release without confirmation');
   return withSession(flags, context, async (session) => {
-    const before = await readLock(session, checked, 0);
+    const found = (await readLocks(session, checked, 0)).filter((lock) => flags.kind === undefined || lock.kind === flags.kind);
+    const held = found.filter((lock) => lock.held);
+    if (held.length > 1) throw usageError(`'${checked}' is held as ${held.map((l) => l.kind).join(' and ')}: add --kind to say which to release`);
+    const before = held[0] ?? found[0] ?? (await session.reader.read(checked, 0, flags.kind));
     const c = colors(terminalOutput(context.stdout, context.env));
     const report = (released: boolean): number => {
       if (flags.json === true) {
-        const out: ReleaseReport = { name: checked, released, before: summary(before) };
+        const out: ReleaseReport = { name: checked, kind: before.kind, released, before: summary(before) };
         context.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
       } else if (released) {
-        const turn = before.waiting > 0 ? `; the queue's first live waiter got its turn (${before.waiting} waiting)` : '';
-        context.stdout.write(`${c.green('released')} '${checked}' (was ${holdLine(before)})${turn}\n`);
+        const turn = before.waiting === 0 ? '' : before.kind === 'mutex' ? `; the queue's first live waiter got its turn (${before.waiting} waiting)` : `; the queue's waiters it now allows were admitted (${before.waiting} waiting)`;
+        const kind = before.kind === 'mutex' ? '' : ` (${before.kind})`;
+        context.stdout.write(`${c.green('released')} '${checked}'${kind} (was ${holdLine(before)})${turn}\n`);
       } else {
         context.stdout.write(`'${checked}' is not held: nothing to release\n`);
       }
@@ -79,13 +93,41 @@ async function runRelease(name: string, flags: ReleaseFlags, context: CommandCon
     if (flags.yes !== true && !(await confirm(question(before), context))) throw new CliError(`not confirmed: '${checked}' was left as it is`);
     const padlock = new Padlock({ redis: session.connection.client, prefix: session.prefix });
     try {
-      return report(await padlock.mutex(checked).forceRelease());
+      return report(await forceRelease(padlock, before, flags.permits));
     } catch (error) {
       throw redisFailure(error, session.connection);
     } finally {
       await padlock.close();
     }
   });
+}
+
+/**
+ * Frees `lock` through its kind's own `forceRelease()`. A read/write lock: the read side first, so
+ * that its waiters are admitted once, by the write side's release (or by the read side's when no
+ * writer held it). A semaphore: admits waiters up to its stored limit, else `permits` (1 when not
+ * given: never more than the code's own limit, at least 1; waiters asking more are woken to retry).
+ */
+async function forceRelease(padlock: Padlock, lock: LockState, permits: number | undefined): Promise<boolean> {
+  switch (lock.kind) {
+    case 'mutex':
+      return padlock.mutex(lock.name).forceRelease();
+    case 'readWrite': {
+      const { read, write } = padlock.readWrite(lock.name);
+      const sides = new Set(lock.holders.map((h) => h.side));
+      const readers = sides.has('read') && (await read.forceRelease());
+      const writer = sides.has('write') && (await write.forceRelease());
+      return readers || writer;
+    }
+    case 'semaphore':
+      return padlock.semaphore(lock.name, lock.permits?.limit ?? permits ?? 1).forceRelease();
+  }
+}
+
+function kindParser(value: string): LockKind {
+  const kind = KINDS.find((k) => k === value);
+  if (kind === undefined) throw usageError(`--kind must be one of ${KINDS.join(', ')}, not '${value}'`);
+  return kind;
 }
 
 function question(lock: LockState): string {
