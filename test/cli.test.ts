@@ -22,6 +22,7 @@ import { fit, type WatchFrame } from '../src/cli/watch.js';
 import { duration, table } from '../src/cli/render.js';
 import { connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
 import { assertOneLineError, cleanEnv, noTmux, runBin, Terminal } from './harness/cli.js';
+import { readWriteScenario, semaphoreScenario, type KindsScenario } from './harness/cli-kinds.js';
 
 let server: RedisServer;
 before(async () => {
@@ -217,6 +218,21 @@ describe('padlock release --force', () => {
     assert.equal(await padlock.mutex('kept').isLocked(), true);
     assert.equal(lease.isHeld, true);
     await lease.release();
+  });
+});
+
+describe('the other kinds: read/write lock and semaphore', () => {
+  function scenario(prefix: string): KindsScenario {
+    const admin = connect(server);
+    return { prefix, run: (...args) => run(prefix, ...args), padlock: () => padlockOn(server, { prefix, leaseMs: 30_000 }), llen: (key) => admin.llen(key) };
+  }
+
+  it('lists, inspects and force-releases a read/write lock held by readers, a writer queued, beside a mutex of the same name', async () => {
+    await readWriteScenario(scenario('kinds1'));
+  });
+
+  it('lists, inspects and force-releases a semaphore with holders and a queued waiter (no stored limit: the waiter is woken and takes its permits)', async () => {
+    await semaphoreScenario(scenario('kinds2'));
   });
 });
 
