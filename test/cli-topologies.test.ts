@@ -19,6 +19,7 @@ import { monotonicNow } from '../src/clock.js';
 import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from './harness/topologies.js';
 import { delay, eventually } from './harness/redis.js';
 import { assertOneLineError, runBin, type Run } from './harness/cli.js';
+import { readWriteScenario, semaphoreScenario, type KindsScenario } from './harness/cli-kinds.js';
 
 const padlocks: Padlock[] = [];
 const children: ChildProcess[] = [];
@@ -109,6 +110,16 @@ describe('on a Redis Cluster', () => {
     const next = await waiting;
     assert.ok(next.fence > stuck.fence);
     await next.release();
+  });
+
+  function kinds(prefix: string): KindsScenario {
+    const admin = cluster.client();
+    return { prefix, run: (...args) => runBin([...args, '--url', url, '--prefix', prefix]), padlock: () => padlockOn(prefix), llen: (key) => admin.llen(key) };
+  }
+
+  it('lists, inspects and force-releases a read/write lock and a semaphore (sharded pub/sub admits their waiters)', async () => {
+    await readWriteScenario(kinds('cl-rw'));
+    await semaphoreScenario(kinds('cl-sem'), ['--permits', '3']);
   });
 
   it('reaps a SIGKILLed holder whose liveness key lives in another slot: `padlock reap` (--json) and a waiter with reapDeadHolders', async () => {
