@@ -15,7 +15,7 @@ import { withConnectionOptions, withSession, type ConnectionFlags } from './oper
 import { terminalOutput } from './progress.js';
 import { colors } from './render.js';
 import { summary, type LockSummary } from './list.js';
-import { integerParser } from './values.js';
+import { integerParser, kindParser } from './values.js';
 
 /** Flags of `padlock release`. */
 export interface ReleaseFlags extends ConnectionFlags {
@@ -25,7 +25,6 @@ export interface ReleaseFlags extends ConnectionFlags {
   readonly permits?: number;
 }
 
-const KINDS: readonly LockKind[] = ['mutex', 'readWrite', 'semaphore'];
 
 /** What `padlock release --json` prints. */
 export interface ReleaseReport {
@@ -122,12 +121,6 @@ async function forceRelease(padlock: Padlock, lock: LockState, permits: number |
     case 'semaphore':
       return padlock.semaphore(lock.name, lock.permits?.limit ?? permits ?? 1).forceRelease();
   }
-}
-
-function kindParser(value: string): LockKind {
-  const kind = KINDS.find((k) => k === value);
-  if (kind === undefined) throw usageError(`--kind must be one of ${KINDS.join(', ')}, not '${value}'`);
-  return kind;
 }
 
 function question(lock: LockState): string {

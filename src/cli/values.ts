@@ -1,5 +1,18 @@
 /** Parsers for the values options take, giving the one-line usage errors the CLI reports. */
+import type { LockKind } from '../inspection.js';
 import { usageError } from './errors.js';
+
+const KINDS: readonly LockKind[] = ['mutex', 'readWrite', 'semaphore'];
+
+/**
+ * A commander option parser for a lock family (`--kind`).
+ * @throws CliError (exit code 2) naming the families
+ */
+export function kindParser(value: string): LockKind {
+  const kind = KINDS.find((k) => k === value);
+  if (kind === undefined) throw usageError(`--kind must be one of ${KINDS.join(', ')}, got '${value}'`);
+  return kind;
+}
 
 /**
  * A commander option parser for an integer within `[min, max]`.
