@@ -119,7 +119,7 @@ describe('on a Redis Cluster', () => {
 
   it('lists, inspects and force-releases a read/write lock and a semaphore (sharded pub/sub admits their waiters)', async () => {
     await readWriteScenario(kinds('cl-rw'));
-    await semaphoreScenario(kinds('cl-sem'), ['--permits', '3']);
+    await semaphoreScenario(kinds('cl-sem'), { storedLimit: true });
   });
 
   it('reaps a SIGKILLed holder whose liveness key lives in another slot: `padlock reap` (--json) and a waiter with reapDeadHolders', async () => {

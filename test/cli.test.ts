@@ -22,7 +22,7 @@ import { fit, type WatchFrame } from '../src/cli/watch.js';
 import { duration, table } from '../src/cli/render.js';
 import { connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
 import { assertOneLineError, cleanEnv, noTmux, runBin, Terminal } from './harness/cli.js';
-import { readWriteScenario, semaphoreScenario, type KindsScenario } from './harness/cli-kinds.js';
+import { permitsFlagScenario, readWriteScenario, semaphoreScenario, type KindsScenario } from './harness/cli-kinds.js';
 
 let server: RedisServer;
 before(async () => {
@@ -233,6 +233,10 @@ describe('the other kinds: read/write lock and semaphore', () => {
 
   it('lists, inspects and force-releases a semaphore with holders and a queued waiter (no stored limit: the waiter is woken and takes its permits)', async () => {
     await semaphoreScenario(scenario('kinds2'));
+  });
+
+  it("force-releases a semaphore without a stored limit admitting one waiter, or as many as --permits allows", async () => {
+    await permitsFlagScenario(scenario('kinds3'));
   });
 });
 

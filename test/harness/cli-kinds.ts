@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import type { Padlock } from '../../src/index.js';
 import type { InspectReport } from '../../src/cli/inspect.js';
 import type { ListReport } from '../../src/cli/list.js';
+import type { ReapReport } from '../../src/cli/reap.js';
 import type { ReleaseReport } from '../../src/cli/release.js';
 import { eventually } from './redis.js';
 
@@ -64,6 +65,9 @@ export async function readWriteScenario(s: KindsScenario): Promise<void> {
   assert.match(shown.stdout, /^lock +doc \(readWrite\)$/m);
   assert.match(shown.stdout, new RegExp(`^ +1 +\\S+ +write +${w.shared.clientId} `, 'm'));
 
+  const reaped = await json<ReapReport>(s, 'reap', '--dry-run');
+  assert.deepEqual([reaped.checked, reaped.locks.map((l) => l.name)], [1, ['doc']], 'reap looks at the mutex only: read/write holds record no clients');
+
   const ambiguous = await s.run('release', 'doc', '--force', '--yes');
   assert.equal(ambiguous.code, 2);
   assert.match(ambiguous.stderr, /'doc' is held as mutex and readWrite: add --kind/);
@@ -81,9 +85,14 @@ export async function readWriteScenario(s: KindsScenario): Promise<void> {
   await Promise.allSettled([r1again.release(), r1.release(), r2.release(), writer.release()]);
 }
 
-/** Two holders take 3 permits of `pool`, a third asks 2 and waits; release --force frees every permit and the waiter gets its own. */
-export async function semaphoreScenario(s: KindsScenario, releaseFlags: readonly string[] = []): Promise<void> {
+/**
+ * Two holders take 3 permits of `pool`, a third asks 2 and waits; release --force frees every permit
+ * and the waiter gets its own. With `storedLimit`, the limit 3 is stored first (`setPermits`).
+ */
+export async function semaphoreScenario(s: KindsScenario, options: { storedLimit?: boolean } = {}): Promise<void> {
   const [a, b, c] = [s.padlock(), s.padlock(), s.padlock()];
+  if (options.storedLimit === true) await a.semaphore('pool', 3).setPermits(3);
+  const limit = options.storedLimit === true ? 3 : null;
   const two = await a.semaphore('pool', 3).acquire({ permits: 2 });
   const one = await b.semaphore('pool', 3).acquire();
   const waiting = c.semaphore('pool', 3).acquire({ permits: 2, waitMs: 20_000 });
@@ -93,14 +102,14 @@ export async function semaphoreScenario(s: KindsScenario, releaseFlags: readonly
   assert.equal(listed.locks.length, 1);
   const [row] = listed.locks;
   assert.ok(row !== undefined);
-  assert.deepEqual([row.kind, row.held, row.waiting, row.permits], ['semaphore', true, 1, { used: 3, limit: null }]);
+  assert.deepEqual([row.kind, row.held, row.waiting, row.permits], ['semaphore', true, 1, { used: 3, limit }]);
   assert.equal(row.fence, Math.max(two.fence, one.fence));
   assert.deepEqual(
     row.holders.map((h) => [h.owner, h.holdCount, h.permits, h.fence, h.clients]).sort(),
     [[two.owner, 1, 2, two.fence, [a.shared.clientId]], [one.owner, 1, 1, one.fence, [b.shared.clientId]]].sort(),
   );
   const text = await s.run('list', 'pool');
-  assert.match(text.stdout, /^pool +semaphore 3\/\? +/m);
+  assert.match(text.stdout, new RegExp(`^pool +semaphore 3/${limit ?? '\\?'} +`, 'm'));
   assert.match(text.stdout, new RegExp(`${two.owner.slice(0, 8)}… \\(2 permits\\)`));
 
   const { lock } = await json<InspectReport>(s, 'inspect', 'pool');
@@ -114,13 +123,34 @@ export async function semaphoreScenario(s: KindsScenario, releaseFlags: readonly
     ['semaphore-waiters', 'hash', true],
   ]);
   const shown = await s.run('inspect', 'pool');
-  assert.match(shown.stdout, /^permits +3 held of the code's limit \(none stored\)$/m);
+  assert.match(shown.stdout, new RegExp(`^permits +3 held of ${limit ?? "the code's limit \\(none stored\\)"}$`, 'm'));
+  const reaped = await json<ReapReport>(s, 'reap', '--dry-run');
+  assert.equal(reaped.checked, 0, "reap leaves a semaphore's holds to expire on their own");
 
-  const released = await json<ReleaseReport>(s, 'release', 'pool', '--force', '--yes', ...releaseFlags);
-  assert.deepEqual([released.kind, released.released, released.before.permits], ['semaphore', true, { used: 3, limit: null }]);
+  const released = await json<ReleaseReport>(s, 'release', 'pool', '--force', '--yes');
+  assert.deepEqual([released.kind, released.released, released.before.permits], ['semaphore', true, { used: 3, limit }]);
   const got = await waiting;
   assert.ok(got.fence > Math.max(two.fence, one.fence), 'the waiter took its permits');
   const after = await json<ListReport>(s, 'list', 'pool');
   assert.deepEqual(after.locks[0]?.holders.map((h) => [h.owner, h.permits]), [[got.owner, 2]]);
   await Promise.allSettled([two.release(), one.release(), got.release()]);
+}
+
+/**
+ * A semaphore without a stored limit, all 3 permits held, two waiters asking 1 each: release --force
+ * admits one of them by default (limit 1, never more than the code's), both with `--permits 3`.
+ */
+export async function permitsFlagScenario(s: KindsScenario): Promise<void> {
+  for (const [name, flags, admitted] of [['slots:a', [], 1], ['slots:b', ['--permits', '3'], 2]] as const) {
+    const [a, b, c] = [s.padlock(), s.padlock(), s.padlock()];
+    const all = await a.semaphore(name, 3).acquire({ permits: 3 });
+    const waiting = [b.semaphore(name, 3).acquire({ waitMs: 20_000 }), c.semaphore(name, 3).acquire({ waitMs: 20_000 })];
+    assert.ok(await eventually(async () => (await s.llen(`${s.prefix}:{${name}}:semaphore-queue`)) === 2));
+    const released = await json<ReleaseReport>(s, 'release', name, '--force', '--yes', ...flags);
+    assert.equal(released.released, true);
+    const [row] = (await json<ListReport>(s, 'list', name)).locks;
+    assert.deepEqual([row?.holders.length, row?.waiting], [admitted, 2 - admitted], flags.join(' ') || 'no --permits');
+    for (const lease of await Promise.all(waiting)) await lease.release();
+    await all.release().catch(() => undefined);
+  }
 }
