@@ -114,7 +114,7 @@ describe('on a Redis Cluster', () => {
 
   function kinds(prefix: string): KindsScenario {
     const admin = cluster.client();
-    return { prefix, run: (...args) => runBin([...args, '--url', url, '--prefix', prefix]), padlock: () => padlockOn(prefix), llen: (key) => admin.llen(key) };
+    return { prefix, connection: ['--url', url], run: (...args) => runBin([...args, '--url', url, '--prefix', prefix]), padlock: () => padlockOn(prefix), llen: (key) => admin.llen(key) };
   }
 
   it('lists, inspects and force-releases a read/write lock and a semaphore (sharded pub/sub admits their waiters)', async () => {

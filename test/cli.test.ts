@@ -224,7 +224,7 @@ describe('padlock release --force', () => {
 describe('the other kinds: read/write lock and semaphore', () => {
   function scenario(prefix: string): KindsScenario {
     const admin = connect(server);
-    return { prefix, run: (...args) => run(prefix, ...args), padlock: () => padlockOn(server, { prefix, leaseMs: 30_000 }), llen: (key) => admin.llen(key) };
+    return { prefix, connection: ['--url', server.url], run: (...args) => run(prefix, ...args), padlock: () => padlockOn(server, { prefix, leaseMs: 30_000 }), llen: (key) => admin.llen(key) };
   }
 
   it('lists, inspects and force-releases a read/write lock held by readers, a writer queued, beside a mutex of the same name', async () => {

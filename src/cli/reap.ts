@@ -75,7 +75,8 @@ export function declareReap(program: CommanderCommand, context: CommandContext, 
           'let its liveness key run out (livenessMs, 10 s by default, after its process died or ' +
           'stalled). Its first live waiter gets its turn, as after a release. A lock whose holder is ' +
           'alive is never touched. Once, or every --every seconds until Ctrl-C. With Redlock, run it ' +
-          'against every master.',
+          "against every master. Mutexes only: a read/write lock's holds record no clients, a " +
+          "semaphore's expire on their own.",
       )
       .argument('[pattern]', 'lock names to look at (a Redis glob: * ? [abc])', '*')
       .option('--every <seconds>', 'run again every so many seconds, until Ctrl-C', secondsParser('--every', 0.1, 86_400))

@@ -59,7 +59,7 @@ export function declareRelease(program: CommanderCommand, context: CommandContex
   )
     .addHelpText(
       'after',
-      '\nExit status: 0 released, or already free; 1 Redis unreachable or lost, or not confirmed;\n2 bad command line (no --force; no --yes outside a terminal); 130 interrupted.',
+      '\nExit status: 0 released, or already free; 1 Redis unreachable or lost, or not confirmed;\n2 bad command line (no --force; no --yes outside a terminal; several kinds held, no --kind);\n130 interrupted.',
     )
     .action(async (name: string, flags: ReleaseFlags) => exit(await runRelease(name, flags, context)));
 }

@@ -9,6 +9,8 @@ import type { InspectReport } from '../../src/cli/inspect.js';
 import type { ListReport } from '../../src/cli/list.js';
 import type { ReapReport } from '../../src/cli/reap.js';
 import type { ReleaseReport } from '../../src/cli/release.js';
+import type { WatchFrame } from '../../src/cli/watch.js';
+import { runBin } from './cli.js';
 import { eventually } from './redis.js';
 
 /** What a scenario needs: the bin run against the server (prefix and URL given), two clients, and a key's list length. */
@@ -18,6 +20,23 @@ export interface KindsScenario {
   padlock(): Padlock;
   llen(key: string): Promise<number>;
   prefix: string;
+  /** The connection flags `run` adds (`--url …`). */
+  connection: readonly string[];
+}
+
+/** The first frame of `padlock watch --json [pattern]`, which is then stopped with SIGINT. */
+async function watchOnce(s: KindsScenario, pattern: string): Promise<WatchFrame> {
+  let stopped = false;
+  const run = await runBin(['watch', pattern, '--json', '--interval', '200', ...s.connection, '--prefix', s.prefix], {
+    onStdout: (soFar, pid) => {
+      if (!stopped && soFar.includes('\n')) {
+        stopped = true;
+        process.kill(pid, 'SIGINT');
+      }
+    },
+  });
+  assert.equal(run.code, 0, run.stderr);
+  return JSON.parse(run.stdout.split('\n', 1)[0] ?? '') as WatchFrame;
 }
 
 async function json<T>(s: KindsScenario, ...args: string[]): Promise<T> {
@@ -50,6 +69,8 @@ export async function readWriteScenario(s: KindsScenario): Promise<void> {
     [[r1.owner, 2, 'read', null], [r2.owner, 1, 'read', null]].sort(),
   );
   assert.ok(rw.holders.every((h) => h.leaseMs !== undefined && h.leaseMs > 20_000));
+  const frame = await watchOnce(s, 'doc');
+  assert.deepEqual(frame.locks.map((l) => [l.kind, l.holders.map((h) => h.side)]), [['mutex', [undefined]], ['readWrite', ['read', 'read']]], 'watch shows each kind as list does');
   const text = await s.run('list', 'doc');
   assert.match(text.stdout, new RegExp(`^doc +readWrite +read ${r1.owner.slice(0, 8)}…, read ${r2.owner.slice(0, 8)}…|^doc +readWrite +read ${r2.owner.slice(0, 8)}…, read ${r1.owner.slice(0, 8)}…`, 'm'));
 
@@ -108,6 +129,8 @@ export async function semaphoreScenario(s: KindsScenario, options: { storedLimit
     row.holders.map((h) => [h.owner, h.holdCount, h.permits, h.fence, h.clients]).sort(),
     [[two.owner, 1, 2, two.fence, [a.shared.clientId]], [one.owner, 1, 1, one.fence, [b.shared.clientId]]].sort(),
   );
+  const [watched] = (await watchOnce(s, 'pool')).locks;
+  assert.deepEqual([watched?.kind, watched?.permits, watched?.holders.length, watched?.waiting], ['semaphore', { used: 3, limit }, 2, 1], 'watch shows it as list does');
   const text = await s.run('list', 'pool');
   assert.match(text.stdout, new RegExp(`^pool +semaphore 3/${limit ?? '\\?'} +`, 'm'));
   assert.match(text.stdout, new RegExp(`${two.owner.slice(0, 8)}… \\(2 permits\\)`));
