@@ -390,9 +390,9 @@ function semaphoreState(protocol: SemaphoreProtocol, reply: SemaphoreInspectRepl
   const d = detailOf(reply.detail, 'semaphore-inspect.lua');
   const [meta, holdersKey, leasesKey, queueKey, waitersKey] = semaphoreScriptKeys(protocol.keys) as [string, string, string, string, string];
   const held = d.holders.length > 0;
-  const waiters = d.waiters.map((w, i) => {
-    const [state] = waiterStates(d.now, [w], (x) => (x.kind === 'semaphore' ? 'semaphore' : undefined));
-    return { ...(state as WaiterState), position: i + 1, ...(w.kind === 'semaphore' ? { permits: w.permits } : {}) };
+  const waiters = waiterStates(d.now, d.waiters, (w) => (w.kind === 'semaphore' ? 'semaphore' : undefined)).map((state, i): WaiterState => {
+    const entry = d.waiters[i];
+    return entry !== undefined && state.kind === 'semaphore' ? { ...state, permits: entry.permits } : state;
   });
   return {
     name: protocol.keys.name,
