@@ -105,14 +105,17 @@ function launch(binary: string, port: number, dir: string, args: readonly string
           : new RedisServerStartError(`could not start ${binary}: ${error.message}`),
       );
     };
+    // 'close', not 'exit': it comes once the output is read to the end, so the error names its cause
+    // (say "Address already in use", which the callers retry on another port).
     const onExit = (code: number | null): void => {
       fail(new RedisServerStartError(`redis-server exited with code ${code} while starting on port ${port}:\n${output}`));
     };
     function cleanup(): void {
       clearTimeout(timer);
       child.stdout?.off('data', onData);
+      child.stderr?.off('data', onData);
       child.off('error', onError);
-      child.off('exit', onExit);
+      child.off('close', onExit);
     }
     function fail(error: Error): void {
       cleanup();
@@ -121,8 +124,9 @@ function launch(binary: string, port: number, dir: string, args: readonly string
       reject(error);
     }
     child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
     child.on('error', onError);
-    child.on('exit', onExit);
+    child.on('close', onExit);
   });
 }
 
