@@ -241,7 +241,8 @@ describe('the packed package, installed into fresh projects', { concurrency: 3 }
         const errors = compile.stdout.split('\n').filter((line) => line.includes('error TS'));
         assert.equal(compile.code, 0, `tsc (module ${project.tsModule}, moduleResolution ${project.tsResolution}):\n${errors.join('\n') || compile.stdout}`);
         // The declarations of the matching build, and only those: ESM types for ESM code, CommonJS types for CommonJS.
-        const padlockTypes = compile.stdout.split('\n').filter((line) => line.includes('/node_modules/padlock/') && line.endsWith('index.d.ts'));
+        // (Entry points only: a declaration deeper in dist, e.g. dist/scripts/index.d.ts, is not one.)
+        const padlockTypes = compile.stdout.split('\n').filter((line) => /\/node_modules\/padlock\/dist\/(cjs\/)?index\.d\.ts$/.test(line));
         assert.deepEqual(padlockTypes.map((line) => line.slice(line.indexOf('/node_modules/padlock/'))), [project.format === 'esm' ? '/node_modules/padlock/dist/index.d.ts' : '/node_modules/padlock/dist/cjs/index.d.ts']);
       } else {
         const resolved = await run(process.execPath, ['resolve.js'], { cwd: dir, timeoutMs: EXIT_BOUND_MS });
