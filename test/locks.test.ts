@@ -8,7 +8,7 @@ import { Lease, LockNotHeldError, LockTimeoutError, Padlock, PadlockClosedError 
 import { MutexProtocol } from '../src/locks/mutex-protocol.js';
 import type { GaveUp, ScriptCall } from '../src/topology/topology.js';
 import { lockKeys } from '../src/keys.js';
-import { activeResources, delay, eventually, runCall } from './harness/redis.js';
+import { activeResources, delay, eventually, runCall, settledResources } from './harness/redis.js';
 import { probeWakes } from './harness/probes.js';
 import { TOPOLOGIES, clientsOf, eachKind, useTopology } from './harness/suite.js';
 import { holdsOf, readLock } from './harness/lock-state.js';
@@ -272,7 +272,9 @@ for (const factory of TOPOLOGIES) {
           // Earlier tests' Padlocks still refresh their liveness keys; on a Cluster client that connects
           // to a master lazily (ioredis), such a write can open a socket mid-test. Quiet them first.
           await topology.closePadlocks();
-          const before = activeResources();
+          // Their clients wind down after close() resolves (a node-redis cluster client let go of 28
+          // sockets and armed as many timers within the next seconds): count from where they settle.
+          const before = await settledResources();
           // Clients of their own, so that closing them shows what padlock itself leaves open.
           const pClient = await topology.connect();
           const otherClient = await topology.connect();

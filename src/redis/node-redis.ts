@@ -293,15 +293,22 @@ function ownSubscriber(connection: NodeRedisClient | NodeRedisCluster, commands:
     if (closed) throw new Error('the pub/sub connection is closed');
   };
   connected().catch(() => undefined);
+  // Subscription changes under way: a cluster opens a node's pub/sub connection for one, and one
+  // destroyed meanwhile opens it after, with nothing left to close it (node-redis 5).
+  const changing = new Set<Promise<unknown>>();
+  const change = async (send: () => Promise<unknown>): Promise<unknown> => {
+    await connected();
+    const sent = send();
+    changing.add(sent);
+    try {
+      return await sent;
+    } finally {
+      changing.delete(sent);
+    }
+  };
   return {
-    subscribe: async (channel) => {
-      await connected();
-      return commands.subscribe(channel, listener);
-    },
-    unsubscribe: async (channel) => {
-      await connected();
-      return commands.unsubscribe(channel, listener);
-    },
+    subscribe: (channel) => change(() => commands.subscribe(channel, listener)),
+    unsubscribe: (channel) => change(() => commands.unsubscribe(channel, listener)),
     onMessage,
     onReady: (ready) => void connection.on('ready', ready),
     onError: (listener) => void errors.add(listener),
@@ -315,6 +322,8 @@ function ownSubscriber(connection: NodeRedisClient | NodeRedisCluster, commands:
       // (node-redis 6), and nothing closes them: let a connect under way end first (for a second
       // at most: a server that does not answer keeps it going).
       if (inFlight && connecting !== undefined) await bound(connecting.catch(() => undefined), { ms: 1_000, timeout: () => new Error('still connecting') }).catch(() => undefined);
+      // Likewise a subscription change under way (for a second at most).
+      if (changing.size > 0) await bound(Promise.allSettled([...changing]), { ms: 1_000, timeout: () => new Error('still subscribing') }).catch(() => undefined);
       await drop(connection);
     },
   };

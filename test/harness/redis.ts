@@ -9,6 +9,7 @@ import { startRedisServer, type RedisServer, type RedisServerOptions } from '../
 import { Padlock } from '../../src/index.js';
 import type { PadlockOptions } from '../../src/options.js';
 import type { ScriptCall } from '../../src/topology/topology.js';
+import { isDeepStrictEqual } from 'node:util';
 
 const unhandled: unknown[] = [];
 process.on('unhandledRejection', (reason) => unhandled.push(reason));
@@ -79,6 +80,25 @@ export function activeResources(): Map<string, number> {
   const counts = new Map<string, number>();
   for (const type of process.getActiveResourcesInfo()) counts.set(type, (counts.get(type) ?? 0) + 1);
   return counts;
+}
+
+/**
+ * {@link activeResources} once they stop changing: the same counts for 1 s running (at most 5 s of
+ * waiting), so that what other clients are still winding down is not counted as new.
+ */
+export async function settledResources(): Promise<Map<string, number>> {
+  const end = Date.now() + 5_000;
+  let last = activeResources();
+  let stableSince = Date.now();
+  while (Date.now() < end && Date.now() - stableSince < 1_000) {
+    await delay(100);
+    const now = activeResources();
+    if (!isDeepStrictEqual(now, last)) {
+      last = now;
+      stableSince = Date.now();
+    }
+  }
+  return last;
 }
 
 /**
