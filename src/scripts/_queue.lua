@@ -79,3 +79,23 @@ local function join_at(queue, place)
     return redis.call('RPUSH', queue, entry)
   end
 end
+
+-- The first `limit` entries of the queue, seven values each, flat (for inspect scripts): owner,
+-- expiry, lease, allowance, kind, client, since; an unreadable entry reads as the raw entry and
+-- zeros (a dead waiter).
+local function describe_waiters(queue, limit)
+  local described = {}
+  if limit > 0 then
+    for _, entry in ipairs(redis.call('LRANGE', queue, 0, limit - 1)) do
+      local w = parse_entry(entry)
+      local values = {entry, 0, 0, 0, '', '', 0}
+      if w.expiry then
+        values = {w.owner, w.expiry, w.lease, w.allowance, w.kind, w.client, tonumber(w.since)}
+      end
+      for _, value in ipairs(values) do
+        described[#described + 1] = value
+      end
+    end
+  end
+  return described
+end

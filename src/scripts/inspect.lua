@@ -23,19 +23,5 @@ result[5] = state and tonumber(state.fence) or 0
 result[6] = redis.call('LLEN', queue)
 result[7] = redis.call('PTTL', queue)
 result[8] = redis.call('PTTL', waiters)
-local described = {}
-local limit = tonumber(ARGV[1] or 0)
-if limit > 0 then
-  for _, entry in ipairs(redis.call('LRANGE', queue, 0, limit - 1)) do
-    local w = parse_entry(entry)
-    local values = {entry, 0, 0, 0, '', '', 0}
-    if w.expiry then
-      values = {w.owner, w.expiry, w.lease, w.allowance, w.kind, w.client, tonumber(w.since)}
-    end
-    for _, value in ipairs(values) do
-      described[#described + 1] = value
-    end
-  end
-end
-result[9] = described
+result[9] = describe_waiters(queue, tonumber(ARGV[1] or 0))
 return result

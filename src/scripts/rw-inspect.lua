@@ -38,19 +38,5 @@ for _, value in ipairs({now, redis.call('PTTL', KEYS[1]), redis.call('PTTL', KEY
   result[#result + 1] = value
 end
 result[#result + 1] = holds
-local described = {}
-local limit = tonumber(ARGV[1] or 0)
-if limit > 0 then
-  for _, entry in ipairs(redis.call('LRANGE', queue, 0, limit - 1)) do
-    local w = parse_entry(entry)
-    local values = {entry, 0, 0, 0, '', '', 0}
-    if w.expiry then
-      values = {w.owner, w.expiry, w.lease, w.allowance, w.kind, w.client, tonumber(w.since)}
-    end
-    for _, value in ipairs(values) do
-      described[#described + 1] = value
-    end
-  end
-end
-result[#result + 1] = described
+result[#result + 1] = describe_waiters(queue, tonumber(ARGV[1] or 0))
 return result
