@@ -321,9 +321,12 @@ function ownSubscriber(connection: NodeRedisClient | NodeRedisCluster, commands:
       // A cluster destroyed while it is still discovering its nodes opens their connections after
       // (node-redis 6), and nothing closes them: let a connect under way end first (for a second
       // at most: a server that does not answer keeps it going).
-      if (inFlight && connecting !== undefined) await bound(connecting.catch(() => undefined), { ms: 1_000, timeout: () => new Error('still connecting') }).catch(() => undefined);
-      // Likewise a subscription change under way (for a second at most).
-      if (changing.size > 0) await bound(Promise.allSettled([...changing]), { ms: 1_000, timeout: () => new Error('still subscribing') }).catch(() => undefined);
+      // Likewise a subscription change under way, within that second, or a quarter of one when no
+      // connect is (a healthy server answers in ms; one that is down would hold close() past its bound).
+      const connectingNow = inFlight && connecting !== undefined ? [connecting] : [];
+      const underWay = [...connectingNow, ...changing];
+      const ms = connectingNow.length > 0 ? 1_000 : 250;
+      if (underWay.length > 0) await bound(Promise.allSettled(underWay), { ms, timeout: () => new Error('still connecting') }).catch(() => undefined);
       await drop(connection);
     },
   };
