@@ -140,7 +140,7 @@ export class MutexProtocol {
   }
 }
 
-/** The command the scripts publish with: sharded on a Cluster. */
-function publishCommand(sharded: boolean): 'SPUBLISH' | 'PUBLISH' {
+/** The command the scripts publish with: sharded on a Cluster. Every kind's protocol uses it. */
+export function publishCommand(sharded: boolean): 'SPUBLISH' | 'PUBLISH' {
   return sharded ? 'SPUBLISH' : 'PUBLISH';
 }

@@ -19,7 +19,7 @@ import {
 } from '../scripts/index.js';
 import { newRequestId } from '../tokens.js';
 import type { Granted, ScriptCall } from '../topology/topology.js';
-import { HEARTBEATS_ALLOWED, type QueueMode } from './mutex-protocol.js';
+import { HEARTBEATS_ALLOWED, publishCommand, type QueueMode } from './mutex-protocol.js';
 
 /** The two sides of a read/write lock. */
 export type ReadWriteSide = 'read' | 'write';
@@ -88,7 +88,7 @@ export class ReadWriteProtocol {
   }
 
   get #publish(): 'SPUBLISH' | 'PUBLISH' {
-    return this.sharded ? 'SPUBLISH' : 'PUBLISH';
+    return publishCommand(this.sharded);
   }
 
   /** The channel on which this Padlock's waiters of this lock are handed their hold. */

@@ -19,7 +19,7 @@ import {
 } from '../scripts/index.js';
 import { newRequestId } from '../tokens.js';
 import type { Granted, ScriptCall } from '../topology/topology.js';
-import { HEARTBEATS_ALLOWED, type QueueMode, type Renewable } from './mutex-protocol.js';
+import { HEARTBEATS_ALLOWED, publishCommand, type QueueMode, type Renewable } from './mutex-protocol.js';
 
 /**
  * A semaphore's keys: `P:{name}:semaphore` (meta: limit, fence, request log) stands as the lock key
@@ -54,7 +54,7 @@ export class SemaphoreProtocol {
   ) {}
 
   get #publish(): 'SPUBLISH' | 'PUBLISH' {
-    return this.sharded ? 'SPUBLISH' : 'PUBLISH';
+    return publishCommand(this.sharded);
   }
 
   /** The channel on which this Padlock's waiters of this semaphore are handed their permits. */
