@@ -162,18 +162,22 @@ export async function semaphoreScenario(s: KindsScenario, options: { storedLimit
 /**
  * A semaphore without a stored limit, all 3 permits held, two waiters asking 1 each: release --force
  * admits one of them by default (limit 1, never more than the code's), both with `--permits 3`.
+ * (A waiter's own attempts use its code's limit, which would admit more on its own: here it is 1.)
  */
 export async function permitsFlagScenario(s: KindsScenario): Promise<void> {
   for (const [name, flags, admitted] of [['slots:a', [], 1], ['slots:b', ['--permits', '3'], 2]] as const) {
     const [a, b, c] = [s.padlock(), s.padlock(), s.padlock()];
     const all = await a.semaphore(name, 3).acquire({ permits: 3 });
-    const waiting = [b.semaphore(name, 3).acquire({ waitMs: 20_000 }), c.semaphore(name, 3).acquire({ waitMs: 20_000 })];
+    // The waiters' own code says 1: their later attempts (a heartbeat, a handoff confirmed by a call)
+    // then admit no one more, and what the list shows is what the force-release admitted.
+    const waiting = [b.semaphore(name, 1).acquire({ waitMs: 20_000 }), c.semaphore(name, 1).acquire({ waitMs: 20_000 })];
     assert.ok(await eventually(async () => (await s.llen(`${s.prefix}:{${name}}:semaphore-queue`)) === 2));
     const released = await json<ReleaseReport>(s, 'release', name, '--force', '--yes', ...flags);
     assert.equal(released.released, true);
     const [row] = (await json<ListReport>(s, 'list', name)).locks;
     assert.deepEqual([row?.holders.length, row?.waiting], [admitted, 2 - admitted], flags.join(' ') || 'no --permits');
-    for (const lease of await Promise.all(waiting)) await lease.release();
+    // Each releases as soon as it holds: with the waiters' limit of 1 the second is admitted only then.
+    await Promise.all(waiting.map(async (acquiring) => (await acquiring).release()));
     await all.release().catch(() => undefined);
   }
 }
