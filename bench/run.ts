@@ -49,6 +49,7 @@ import {
   type Target,
 } from './report.js';
 import { runAllLeases, runScaleContended, type LeaseResult, type ScaleFailure, type ScaleOptions } from './scale.js';
+import { measureColdWake, type ColdWakeResult } from './cold-wake.js';
 import { measurePing, runUncontended, type PingResult, type UncontendedResult } from './uncontended.js';
 import { readWriteSections, runReadWriteBench } from './read-write.js';
 import { semaphoreBench, semaphoreSection } from './semaphore.js';
@@ -123,6 +124,15 @@ const scale: ScaleOptions = {
 const modes = withProcesses ? (['in-process', 'processes'] as const) : (['in-process'] as const);
 
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
+
+/** The cold wake-up in one line: each round trip after sleeping, then back to back, wall (CPU). */
+function coldWakeLine(cold: ColdWakeResult): string {
+  const trips = (list: ColdWakeResult['afterSleep']): string => list.map((t) => `${fixed(t.wallP50, 3)} (${fixed(t.cpuP50, 3)})`).join(', ');
+  return (
+    `cold wake-up: GETs right after this process slept ${String(cold.sleepMs)} ms, p50 ms wall (CPU): ${trips(cold.afterSleep)}; ` +
+    `back to back: ${trips(cold.backToBack)} (${String(cold.bursts)} bursts of each, interleaved)`
+  );
+}
 
 const loadAtStart = loadavg()[0] ?? Number.NaN;
 
@@ -336,6 +346,8 @@ async function main(): Promise<void> {
 
     const ping = await measurePing(url);
     log(`ping p50 ${fixed(ping.p50, 3)} ms`);
+    const coldWake = await measureColdWake(url);
+    log(coldWakeLine(coldWake));
     const core = scaleOnly ? undefined : await coreRuns(servers, ping);
     const readWrite = args['no-read-write'] || semaphoreOnly ? undefined : await runReadWriteBench(url, { workers, seconds }, log);
     const semaphore = withSemaphore ? await semaphoreBench(url, seconds, thinkMs, log) : undefined;
@@ -350,6 +362,7 @@ async function main(): Promise<void> {
     );
     out.push(`peers: ${PEERS.map((p) => `${p.name}@${p.version}`).join(', ')}`);
     out.push(`ping p50 ${fixed(ping.p50, 3)} ms, p99 ${fixed(ping.p99, 3)} ms (${ping.samples} sequential PINGs, idle server)`);
+    out.push(coldWakeLine(coldWake));
     if (core !== undefined) out.push(...coreSections(core));
     if (readWrite !== undefined) out.push(...readWriteSections(readWrite));
     if (scaled !== undefined) out.push(...scaleSections(scaled));
@@ -365,6 +378,7 @@ async function main(): Promise<void> {
       padlock: padlockVersion(),
       options: { workers, seconds, tuneSeconds, thinkMs, rounds, roundMs, masters: withRedlock ? masterCount : 0, scale: withScale ? scale : null, scaleOnly },
       ping,
+      coldWake,
       uncontended: core?.uncontended ?? null,
       sequentialCeiling:
         core === undefined
