@@ -185,6 +185,31 @@ describe('Redlock over 5 masters', () => {
     for (const i of [0, 1, 2]) await admins[i]!.del(keys.lock, keys.queue, keys.waiters, plain.lock, plain.queue, plain.waiters);
   });
 
+  it("with tickets, a newcomer does not take a free lock ahead of another client's live waiter (no split vote with it); a woken waiter and its own client's newcomers do", async () => {
+    const keys = lockKeys('padlock', 'rl:polite');
+    const [a, b] = ['clientA', 'clientB'].map((client) => new MutexProtocol(keys, 'mutex', client)) as [MutexProtocol, MutexProtocol];
+    const [holder, w1, w2, n, m, p, q] = ['h', '1', '2', 'n', 'm', 'p', 'q'].map((c) => c.repeat(32)) as [string, string, string, string, string, string, string];
+    let ticket = 1_000;
+    const attempt = (protocol: MutexProtocol, owner: string, mode: 'queue' | 'requeue'): Promise<AcquireReply> => {
+      const call = protocol.attempt(owner, 30_000, mode, 1_000, ticket++).proposing?.(Date.now() * 1000);
+      assert.ok(call !== undefined);
+      return runCall(admins[0]!, call);
+    };
+    await runCall(admins[0]!, a.attempt(holder, 30_000, 'try', 1_000));
+    for (const owner of [w1, w2]) assert.equal((await attempt(b, owner, 'queue')).status, 'busy');
+    await runCall(admins[0]!, a.release(holder, 1)); // wakes w1 (out of the queue); w2 is the head now
+    assert.equal((await attempt(a, n, 'queue')).status, 'busy', "client A's newcomer queues behind client B's live w2");
+    assert.equal(await isHeld(admins[0]!, keys.lock), false, 'the lock stays free for the woken waiter');
+    assert.equal((await attempt(b, w1, 'requeue')).status, 'acquired', 'the woken waiter takes it');
+    await runCall(admins[0]!, b.release(w1, 1)); // wakes w2; n (client A) is the head now
+    assert.equal((await attempt(b, m, 'queue')).status, 'busy', "client B's newcomer queues behind client A's live n");
+    assert.equal((await attempt(a, p, 'queue')).status, 'acquired', "client A's newcomer passes its own client's n");
+    await runCall(admins[0]!, a.release(p, 1));
+    // Without a ticket (one server: no votes to split), a newcomer takes a free lock whoever waits.
+    assert.equal((await runCall(admins[0]!, b.attempt(q, 30_000, 'queue', 1_000))).status, 'acquired');
+    await admins[0]!.del(keys.lock, keys.queue, keys.waiters);
+  });
+
   it('an owner granted by a majority is taken out of the queues of the masters that queued it', async () => {
     const padlock = redlock();
     const name = 'rl:unqueue';

@@ -1,10 +1,14 @@
 -- Takes the lock for a fresh owner of client `client` if it may: returns {1, fence, holdCount,
--- pttl}, or nil and the lock's state (nil: no key) when the owner must wait. An owner found holding already is a resend, or a fair waiter claiming a handoff
--- whose message it missed: its state is returned, the lease lengthened to `lease`. A 'fair' owner
--- takes a free lock only when no live waiter is queued ahead of it (dead ones at the head are
--- dropped on the way, so a crashed waiter never blocks a free lock); a 'mutex' owner takes a free
--- lock whoever is queued (barging). A fresh hold gets the next fence (`proposed`: see next_fence)
--- and exactly its lease, and records its client; the owner leaves the queue if it was in it.
+-- pttl}, or nil and the lock's state (nil: no key) when the owner must wait. An owner found
+-- holding already is a resend, or a fair waiter claiming a handoff whose message it missed: its
+-- state is returned, the lease lengthened to `lease`. A 'fair' owner takes a free lock only when no
+-- live waiter is queued ahead of it (dead ones at the head are dropped on the way, so a crashed
+-- waiter never blocks a free lock); a 'polite' one only when the queue's first live waiter is not
+-- another client's (a waiter of its own client it may pass: their attempts leave on the same
+-- connections, so every server sees them in the same order and they cannot split a vote); a
+-- 'mutex' owner takes a free lock whoever is queued (barging). A fresh hold gets the next fence
+-- (`proposed`: see next_fence) and exactly its lease, and records its client; the owner leaves the
+-- queue if it was in it.
 local function take(lock, queue, waiters, owner, lease, kind, proposed, client)
   local state = read_lock(lock)
   if state and state.count > 0 then
@@ -13,7 +17,7 @@ local function take(lock, queue, waiters, owner, lease, kind, proposed, client)
     end
     return nil, state
   end
-  if kind == 'fair' then
+  if kind == 'fair' or kind == 'polite' then
     local now
     while true do
       local head = redis.call('LINDEX', queue, 0)
@@ -21,7 +25,7 @@ local function take(lock, queue, waiters, owner, lease, kind, proposed, client)
         break
       end
       local waiter = parse_entry(head)
-      if waiter.owner == owner then
+      if waiter.owner == owner or (kind == 'polite' and waiter.client == client) then
         break
       end
       now = now or server_now()

@@ -12,17 +12,25 @@
   ARGV[7] the fence proposed for a fresh hold (Redlock; 0: none, see _lock.lua)
   ARGV[8] the waiter's ticket (Redlock: ms on its clock when its wait began; 0: none): a waiter with
           a ticket joins in ticket order (its entry's 'since'), whatever ARGV[6] says, so that every
-          master orders the same waiters alike and their releases wake the same one
+          master orders the same waiters alike and their releases wake the same one; and, unless it
+          was just woken (ARGV[6] 'head'), it takes a free lock only when the queue's first live
+          waiter is not another client's ('polite', _take.lua): on several masters a newcomer that
+          takes the lock another client's woken waiter is taking splits their votes, and both must
+          give back and try again
   Returns {1, fence, holdCount, pttl} when ARGV[1] holds the lock now (a fair waiter handed the
   lock claims it here, lengthened to its lease); {0, pttl, holder, clients} when it waits (queued;
   as in acquire.lua).
 ]]
 local lock, queue, waiters, owner = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
-local taken, state = take(lock, queue, waiters, owner, tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[7]), ARGV[4])
+local ticket = tonumber(ARGV[8]) or 0
+local rule = ARGV[3]
+if ticket > 0 and ARGV[6] ~= 'head' and rule == 'mutex' then
+  rule = 'polite'
+end
+local taken, state = take(lock, queue, waiters, owner, tonumber(ARGV[2]), rule, tonumber(ARGV[7]), ARGV[4])
 if taken then
   return taken
 end
-local ticket = tonumber(ARGV[8]) or 0
 local fields = '|' .. ARGV[4] .. '|' .. ARGV[2] .. '|' .. ARGV[5] .. '|' .. ARGV[3] .. '|'
 local join = join_at(queue, ARGV[6])
 if ticket > 0 then
