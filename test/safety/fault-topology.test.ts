@@ -63,6 +63,9 @@ describe('fault matrix: Redis Cluster (3 masters, a replica each)', () => {
 
   it('the lock\'s master killed mid-run: its replica takes over; the data stays right and every section is served', async (t) => {
     const name = `cluster-kill-${process.pid}`;
+    // After the freeze before, the frozen master may have been failed over: read the lock's master
+    // only once every node agrees again (a node's stale view can name a master that is a replica now).
+    await cluster.waitForHealthy();
     const lockMaster = await cluster.nodeForKey(lockKeys('padlock', name).lock);
     const { report } = await runChecked(servers, {
       ...base, name, lockTopology,
