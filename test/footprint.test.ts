@@ -56,7 +56,10 @@ for (const factory of TOPOLOGIES.filter((f) => f.redlock !== true || f.client ==
           await lease.release();
         }
       };
+      const lookupsBefore = await topology.commandCalls('hget');
       await Promise.all(Array.from({ length: 64 }, worker));
+      // A fresh owner's first try is in no queue: taking a free lock does not look for it there.
+      assert.equal((await topology.commandCalls('hget')) - lookupsBefore, 0, 'no HGET: no queue lookup on an uncontended acquisition');
       const keys = await padlockKeys();
       assert.ok(keys.length > 0, 'padlock wrote keys (the scan sees them)');
       const masters = await topology.masters();

@@ -8,8 +8,8 @@
 -- connections, so every server sees them in the same order and they cannot split a vote); a
 -- 'mutex' owner takes a free lock whoever is queued (barging). A fresh hold gets the next fence
 -- (`proposed`: see next_fence) and exactly its lease, and records its client; the owner leaves the
--- queue if it was in it.
-local function take(lock, queue, waiters, owner, lease, kind, proposed, client)
+-- queue if it was in it (`queued`: whether it may be; a first try never is, and is spared the look).
+local function take(lock, queue, waiters, owner, lease, kind, proposed, client, queued)
   local state = read_lock(lock)
   if state and state.count > 0 then
     if state.owner == owner then
@@ -36,7 +36,9 @@ local function take(lock, queue, waiters, owner, lease, kind, proposed, client)
       redis.call('HDEL', waiters, waiter.owner)
     end
   end
-  drop_waiter(queue, waiters, owner)
+  if queued then
+    drop_waiter(queue, waiters, owner)
+  end
   local fence = next_fence(state, proposed)
   write_lock(lock, {fence = fence, owner = owner, count = 1, clients = client, log = state and state.log or ' '}, lease)
   return {1, tonumber(fence), 1, lease}

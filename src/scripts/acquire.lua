@@ -11,5 +11,7 @@
   waiter ahead, its tombstone's or -2; holder and clients: the current hold's owner and clients,
   '' when none).
 ]]
-local taken, state = take(KEYS[1], KEYS[2], KEYS[3], ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5])
+-- A try is a fresh owner's first call (a wait queues with enqueue.lua after it, never before):
+-- the owner is in no queue, so take() need not look for it there.
+local taken, state = take(KEYS[1], KEYS[2], KEYS[3], ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5], false)
 return taken or busy(KEYS[1], state)

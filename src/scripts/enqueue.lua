@@ -27,7 +27,7 @@ local rule = ARGV[3]
 if ticket > 0 and ARGV[6] ~= 'head' and rule == 'mutex' then
   rule = 'polite'
 end
-local taken, state = take(lock, queue, waiters, owner, tonumber(ARGV[2]), rule, tonumber(ARGV[7]), ARGV[4])
+local taken, state = take(lock, queue, waiters, owner, tonumber(ARGV[2]), rule, tonumber(ARGV[7]), ARGV[4], true)
 if taken then
   return taken
 end
