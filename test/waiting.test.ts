@@ -192,6 +192,44 @@ describe('waiting without polling (mutex)', () => {
     await lease.release();
   });
 
+  it("a waiter queued behind another is not told the holder's lease (no PTTL run for it), and still proceeds after a crash", async () => {
+    const admin = connect(server);
+    const keys = lockKeys('padlock', 'wake:behind');
+    const protocol = new MutexProtocol(keys, 'fair', 'behindclient');
+    const [holder, first, second] = ['h', '1', '2'].map((c) => c.repeat(32)) as [string, string, string];
+    await runCall(admin, protocol.attempt(holder, 30_000, 'try', 1_000));
+    const pttls = await commandCalls(admin, 'pttl');
+    const head = await runCall(admin, protocol.attempt(first, 30_000, 'queue', 1_000));
+    const behind = await runCall(admin, protocol.attempt(second, 30_000, 'queue', 1_000));
+    assert.ok(head.status === 'busy' && head.pttl > 29_000, `the head is told the holder's lease: ${JSON.stringify(head)}`);
+    assert.deepEqual(behind.status === 'busy' ? behind.pttl : 'acquired', 0, 'the waiter behind it is not');
+    // The head's join made the queue and asked the lock's PTTL; the second's asked only the queue's
+    // (to keep it long enough for the newcomer), not the lock's.
+    assert.equal((await commandCalls(admin, 'pttl')) - pttls, 2);
+    await admin.del(keys.lock, keys.queue, keys.waiters);
+
+    // Behind another waiter whose holder crashed, a fair waiter proceeds once the head has had it.
+    const leaseMs = 300;
+    const holderSide = padlockOn(server);
+    const waiters = [padlockOn(server), padlockOn(server)];
+    const crashed = await holderSide.fairMutex('wake:behind').acquire({ leaseMs });
+    holderSide.shared.watchdog.stop(); // a crash: no renewal, no release
+    const sentAt = performance.now();
+    const order: number[] = [];
+    await Promise.all(
+      waiters.map(async (side, i) => {
+        await delay(i * 20); // the first queues first
+        const lease = await side.fairMutex('wake:behind').acquire({ leaseMs, waitMs: 10_000 });
+        order.push(i);
+        assert.ok(lease.fence > crashed.fence);
+        await lease.release();
+      }),
+    );
+    assert.deepEqual(order, [0, 1]);
+    // The head took it when the crashed lease ran out; its release handed it on at once.
+    assert.ok(performance.now() - sentAt < leaseMs + 2_000, `both served within a heartbeat of the lease's end (${(performance.now() - sentAt).toFixed(0)} ms)`);
+  });
+
   it('drops the channel subscription when the last local waiter leaves', async () => {
     const a = padlockOn(server);
     const b = padlockOn(server);

@@ -26,18 +26,21 @@ local function ahead_of(waiter, since, owner)
 end
 
 -- Adds `entry` (of `owner`, ticket `since`) in ticket order, ties broken by owner: every server that
--- orders waiters so (Redlock's masters) wakes the same one first. Returns the queue's length.
+-- orders waiters so (Redlock's masters) wakes the same one first. Returns the queue's length, and
+-- whether another waiter is ahead of the entry.
 local function join_in_order(queue, entry, since, owner)
   local tail = redis.call('LINDEX', queue, -1)
   if not tail or ahead_of(parse_entry(tail), since, owner) then
-    return redis.call('RPUSH', queue, entry)
+    local length = redis.call('RPUSH', queue, entry)
+    return length, length > 1
   end
-  for _, other in ipairs(redis.call('LRANGE', queue, 0, -1)) do
+  for at, other in ipairs(redis.call('LRANGE', queue, 0, -1)) do
     if not ahead_of(parse_entry(other), since, owner) then
-      return redis.call('LINSERT', queue, 'BEFORE', other, entry)
+      return redis.call('LINSERT', queue, 'BEFORE', other, entry), at > 1
     end
   end
-  return redis.call('RPUSH', queue, entry)
+  local length = redis.call('RPUSH', queue, entry)
+  return length, length > 1
 end
 
 -- Queues `owner` with the entry "owner<fields>since|expiry" (`fields`: "|client|lease|allowance|kind|"),
@@ -47,36 +50,42 @@ end
 -- set when the list is made, lengthened whenever they would end sooner than two. Never shortened: a
 -- waiter with a short allowance must not cut short the entries of waiters with longer ones, nor may
 -- a list kept for short allowances drop a newcomer's entry before its first heartbeat.
+-- Returns true when another waiter is surely ahead of `owner` in the queue (false: it is the head,
+-- or its place is not known without another command).
 local function queue_waiter(queue, waiters, owner, fields, since, now, allowance, join)
   local entry = owner .. fields .. since .. '|' .. (now + allowance)
-  local made = false
+  local length
+  local ahead = false
   if redis.call('HSETNX', waiters, owner, entry) == 1 then
-    made = join(entry) == 1
+    length, ahead = join(entry)
   else
     local old = redis.call('HGET', waiters, owner)
     entry = owner .. fields .. parse_entry(old).since .. '|' .. (now + allowance)
     local at = redis.call('LPOS', queue, old)
     if at then
       redis.call('LSET', queue, at, entry)
+      ahead = at > 0
     else
-      redis.call('RPUSH', queue, entry)
+      ahead = redis.call('RPUSH', queue, entry) > 1
     end
     redis.call('HSET', waiters, owner, entry)
   end
-  if made or redis.call('PTTL', queue) < allowance * 2 then
+  if length == 1 or redis.call('PTTL', queue) < allowance * 2 then
     redis.call('PEXPIRE', queue, allowance * 3)
     redis.call('PEXPIRE', waiters, allowance * 3)
   end
+  return ahead
 end
 
 -- A `join` for queue_waiter: a new entry goes to the head ('head': a waiter that keeps its turn) or
--- to the tail.
+-- to the tail. Returns the queue's length, and whether another waiter is ahead of the entry.
 local function join_at(queue, place)
   return function(entry)
     if place == 'head' then
-      return redis.call('LPUSH', queue, entry)
+      return redis.call('LPUSH', queue, entry), false
     end
-    return redis.call('RPUSH', queue, entry)
+    local length = redis.call('RPUSH', queue, entry)
+    return length, length > 1
   end
 end
 

@@ -48,9 +48,16 @@ end
 -- PTTL (the holder's remaining lease, which bounds the waiter's fallback timer), holder and clients
 -- the current hold's owner and clients fields ('' and '' when nobody holds it: a fair lock that is
 -- free with a live waiter ahead), so that a waiter can check the holder's liveness (reap.lua).
-local function busy(lock, state)
-  if state and state.count > 0 then
-    return {0, redis.call('PTTL', lock), state.owner, state.clients}
+-- `behind`: another waiter is queued ahead of this one, and pttl is 0 (not asked): the holder's
+-- lease ending frees the lock for the waiter ahead, not for this one, which is woken or handed the
+-- lock by a release, or looks again at its next heartbeat.
+local function busy(lock, state, behind)
+  local pttl = 0
+  if not behind then
+    pttl = redis.call('PTTL', lock)
   end
-  return {0, redis.call('PTTL', lock), '', ''}
+  if state and state.count > 0 then
+    return {0, pttl, state.owner, state.clients}
+  end
+  return {0, pttl, '', ''}
 end

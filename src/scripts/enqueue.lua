@@ -19,7 +19,7 @@
           give back and try again
   Returns {1, fence, holdCount, pttl} when ARGV[1] holds the lock now (a fair waiter handed the
   lock claims it here, lengthened to its lease); {0, pttl, holder, clients} when it waits (queued;
-  as in acquire.lua).
+  as in acquire.lua, but pttl 0 when another waiter is queued ahead: see busy() in _take.lua).
 ]]
 local lock, queue, waiters, owner = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
 local ticket = tonumber(ARGV[8]) or 0
@@ -39,5 +39,5 @@ if ticket > 0 then
   end
 end
 local now = server_now()
-queue_waiter(queue, waiters, owner, fields, ticket > 0 and string.format('%.0f', ticket) or now, now, tonumber(ARGV[5]), join)
-return busy(lock, state)
+local behind = queue_waiter(queue, waiters, owner, fields, ticket > 0 and string.format('%.0f', ticket) or now, now, tonumber(ARGV[5]), join)
+return busy(lock, state, behind)
