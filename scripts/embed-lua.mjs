@@ -1,7 +1,8 @@
 // Embeds src/scripts/*.lua into src/scripts/embedded.ts at build time. Each script gets, after its
-// header comment, the helper files (src/scripts/_*.lua) whose functions it calls, and the helpers
-// those call, dependencies first: a script carries only what it uses. The output is generated, not
-// committed.
+// header comment, the helper definitions (the `local function`s and `local` constants of
+// src/scripts/_*.lua) it uses, and the ones those use, dependencies first: a script carries only
+// what it calls. Redis runs a script's whole chunk on every call, so each definition it carries is
+// a closure made, and collected, per call. The output is generated, not committed.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,26 +10,57 @@ import { fileURLToPath } from 'node:url';
 const dir = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'scripts');
 const files = readdirSync(dir).filter((f) => f.endsWith('.lua')).sort();
 
-/** Helper files and the functions each defines. */
-const helpers = files
-  .filter((f) => f.startsWith('_'))
-  .map((file) => {
-    const text = readFileSync(join(dir, file), 'utf8');
-    const defines = [...text.matchAll(/^local function (\w+)/gm)].map((m) => m[1]);
-    if (defines.length === 0) throw new Error(`${file}: a helper file must define at least one local function`);
-    return { file, text, defines };
-  });
+/** A top-level definition line of a helper file: a local function, or a local constant. */
+const definition = /^local (?:function (\w+)\(|(\w+) = )/;
 
-/** Whether `text` calls the local function `name` (a call, not its definition nor a method). */
-const calls = (text, name) => new RegExp(`(^|[^\\w.:])${name}\\(`, 'm').test(text.replaceAll(`local function ${name}(`, ''));
+/**
+ * The definitions of one helper file, each with the comment lines just above it (a file's opening
+ * comment goes with its first definition).
+ */
+function definitionsOf(file, text) {
+  const units = [];
+  let pending = [];
+  let current;
+  for (const line of text.split('\n')) {
+    const match = definition.exec(line);
+    if (match) {
+      current = { file, name: match[1] ?? match[2], isFunction: match[1] !== undefined, lines: [...pending, line] };
+      units.push(current);
+      pending = [];
+    } else if (line.startsWith('--') || line.trim() === '') {
+      pending.push(line);
+    } else if (current) {
+      current.lines.push(...pending, line);
+      pending = [];
+    } else {
+      throw new Error(`${file}: a helper file holds only local functions and local constants, found: ${line}`);
+    }
+  }
+  if (units.length === 0) throw new Error(`${file}: a helper file must define at least one local function`);
+  return units.map((u) => ({ ...u, text: `${u.lines.join('\n').replace(/\n+$/, '')}\n` }));
+}
 
-/** The helpers `text` needs, dependencies first. */
-function helpersFor(text, included = [], visiting = new Set()) {
-  for (const helper of helpers) {
-    if (included.includes(helper) || visiting.has(helper) || !helper.defines.some((name) => calls(text, name))) continue;
-    visiting.add(helper);
-    helpersFor(helper.text, included, visiting);
-    included.push(helper);
+const helpers = files.filter((f) => f.startsWith('_')).flatMap((file) => definitionsOf(file, readFileSync(join(dir, file), 'utf8')));
+const names = new Set();
+for (const h of helpers) {
+  if (names.has(h.name)) throw new Error(`${h.file}: ${h.name} is defined by two helpers`);
+  names.add(h.name);
+}
+
+/** Whether `text` (code outside `unit`'s own definition line) uses `unit`: calls the function, or reads the constant. */
+function uses(text, unit) {
+  const code = text.replace(/--.*$/gm, '');
+  if (unit.isFunction) return new RegExp(`(^|[^\\w.:])${unit.name}\\(`, 'm').test(code.replaceAll(`local function ${unit.name}(`, ''));
+  return new RegExp(`(^|[^\\w.:])${unit.name}\\b`, 'm').test(code.replace(`local ${unit.name} = `, ''));
+}
+
+/** The definitions `text` needs, each after the ones it needs itself. */
+function definitionsFor(text, included = [], visiting = new Set()) {
+  for (const unit of helpers) {
+    if (included.includes(unit) || visiting.has(unit) || !uses(text, unit)) continue;
+    visiting.add(unit);
+    definitionsFor(unit.text, included, visiting);
+    included.push(unit);
   }
   return included;
 }
@@ -39,7 +71,7 @@ for (const file of files.filter((f) => !f.startsWith('_'))) {
   const end = text.indexOf(']]\n');
   if (!text.startsWith('--[[') || end < 0) throw new Error(`${file}: a script must start with a --[[ ... ]] header`);
   const body = text.slice(end + 3);
-  const prelude = helpersFor(body).map((h) => h.text).join('');
+  const prelude = definitionsFor(body).map((u) => u.text).join('');
   const source = text.slice(0, end + 3) + prelude + body;
   const id = file.replace(/\.lua$/, '').replace(/-([a-z])/g, (_, c) => c.toUpperCase());
   entries.push(`  ${id}: ${JSON.stringify(source)},`);
