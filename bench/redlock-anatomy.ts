@@ -15,7 +15,13 @@
  * Beside them, on the same servers and interleaved with them, the floors this machine sets: one
  * PING to one master, a PING to every master at once (the shape of a peer's Redlock acquire: one
  * parallel round), and the cost of handing N EVALSHAs (of a one-line script, with as many keys and
- * arguments as padlock's acquire.lua: 3 and 4) to ioredis, which writes each to its socket at once.
+ * arguments as padlock's acquire.lua: 3 and 4) to ioredis, which writes each to its socket at once;
+ * and the same round with a two-command script (GET, then SET … PX of the lock key: the commands
+ * acquire.lua runs on an uncontended master) in place of acquire.lua, which tells the time padlock's
+ * script logic adds on the masters from the time any script that takes the lock would take. On one
+ * core shared by the masters, each master's script time adds to the next one's wait.
+ * Last, the time each master spends in one script call (SLOWLOG with no threshold on one master, a
+ * short phase after the rounds): acquire.lua against that two-command script.
  * Benchmark-only instrumentation: it recognises padlock's scripts by their SHA1.
  */
 import { randomBytes } from 'node:crypto';
@@ -47,6 +53,8 @@ export interface Anatomy {
   readonly single: AnatomyRow;
   readonly singleSteps: readonly AnatomyRow[];
   readonly floors: readonly AnatomyRow[];
+  /** µs one master spends in one call (SLOWLOG): acquire.lua, and the two-command floor script. */
+  readonly serverMicros: { readonly acquire: number; readonly twoCommands: number; readonly samples: number };
 }
 
 export interface AnatomyOptions {
@@ -125,6 +133,7 @@ export async function redlockAnatomy(single: string, masters: readonly string[],
   const pingMajority = new Samples(`PING to all ${masters.length} masters at once, until ${quorum} replied`);
   const pingAll = new Samples(`PING to all ${masters.length} masters at once, until all replied`);
   const handing = new Samples(`handing ${masters.length} EVALSHAs to ioredis, one per master (no padlock)`);
+  const twoCommands = new Samples(`GET + SET PX script to all ${masters.length} masters at once, until ${quorum} replied`);
   let stragglers = 0;
   let stragglersOnPath = 0;
   let secondRounds = 0;
@@ -158,6 +167,17 @@ export async function redlockAnatomy(single: string, masters: readonly string[],
   const trivial = "return #KEYS + #ARGV";
   const trivialSha = String(await pingClients[0]?.script('LOAD', trivial));
   await Promise.all(pingClients.slice(1).map((c) => c.script('LOAD', trivial)));
+  // What acquire.lua does on an uncontended master, and nothing else: read the lock, write it with a lease.
+  const getSet = "redis.call('GET', KEYS[1]) redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1";
+  const getSetSha = String(await pingClients[0]?.script('LOAD', getSet));
+  await Promise.all(pingClients.slice(1).map((c) => c.script('LOAD', getSet)));
+  const getSetRound = async (): Promise<void> => {
+    const called = nowMs();
+    const replies = await Promise.all(
+      pingClients.map(async (c) => (await c.evalsha(getSetSha, 3, `${key}:floor`, `${key}:floor:queue`, `${key}:floor:waiters`, 'owner', '30000', 'mutex', '0'), nowMs() - called)),
+    );
+    twoCommands.values.push(sorted(replies)[quorum - 1] ?? Number.NaN);
+  };
   const measured: Array<() => Promise<void>> = [
     traceOne,
     async () => {
@@ -191,11 +211,12 @@ export async function redlockAnatomy(single: string, masters: readonly string[],
       handing.values.push(nowMs() - called);
       await Promise.all(replies);
     },
+    getSetRound,
   ];
   try {
     // Warm up (scripts loaded, connections open, code optimised), then interleave, alternating the order.
     for (let i = 0; i < 200; i++) for (const run of measured) await run();
-    for (const s of [total, sending, majority, fence, returning, singleAcquire, singleSending, singleRound, singleReturning, ping, pingMajority, pingAll, handing]) s.values.length = 0;
+    for (const s of [total, sending, majority, fence, returning, singleAcquire, singleSending, singleRound, singleReturning, ping, pingMajority, pingAll, handing, twoCommands]) s.values.length = 0;
     stragglers = 0;
     stragglersOnPath = 0;
     secondRounds = 0;
@@ -212,7 +233,8 @@ export async function redlockAnatomy(single: string, masters: readonly string[],
       secondRoundsPerAcquire: secondRounds / total.values.length,
       single: singleAcquire.row(),
       singleSteps: [singleSending, singleRound, singleReturning].map((s) => s.row()),
-      floors: [ping, pingMajority, pingAll, handing].map((s) => s.row()),
+      floors: [ping, pingMajority, pingAll, handing, twoCommands].map((s) => s.row()),
+      serverMicros: await serverMicros(pingClients[0], [traceOne, getSetRound], acquireScript.sha, getSetSha),
     };
   } finally {
     trace = undefined;
@@ -220,4 +242,37 @@ export async function redlockAnatomy(single: string, masters: readonly string[],
     await many.close();
     await Promise.all([singleClient, ...masterClients, ...pingClients].map((c) => c.quit().catch(() => c.disconnect())));
   }
+}
+
+/**
+ * The µs one master spends in one call of acquire.lua and of the floor script (p50 of SLOWLOG
+ * entries, logged with no threshold while `runs` alternate 300 times). The master's SLOWLOG
+ * settings are put back after.
+ */
+async function serverMicros(master: Redis | undefined, runs: readonly (() => Promise<void>)[], acquireSha: string, floorSha: string): Promise<{ acquire: number; twoCommands: number; samples: number }> {
+  if (master === undefined) return { acquire: Number.NaN, twoCommands: Number.NaN, samples: 0 };
+  const [, threshold = '10000'] = (await master.config('GET', 'slowlog-log-slower-than')) as string[];
+  const [, length = '128'] = (await master.config('GET', 'slowlog-max-len')) as string[];
+  const acquire: number[] = [];
+  const floor: number[] = [];
+  try {
+    await master.config('SET', 'slowlog-max-len', '1024');
+    for (let batch = 0; batch < 3; batch++) {
+      await master.slowlog('RESET');
+      await master.config('SET', 'slowlog-log-slower-than', '0');
+      for (let i = 0; i < 100; i++) for (const run of runs) await run();
+      await master.config('SET', 'slowlog-log-slower-than', threshold);
+      for (const entry of (await master.slowlog('GET', 1024)) as [number, number, number, string[]][]) {
+        const [, , micros, args] = entry;
+        if (String(args[0]).toLowerCase() !== 'evalsha') continue;
+        if (args[1] === acquireSha) acquire.push(micros);
+        else if (args[1] === floorSha) floor.push(micros);
+      }
+    }
+  } finally {
+    await master.config('SET', 'slowlog-log-slower-than', threshold);
+    await master.config('SET', 'slowlog-max-len', length);
+    await master.slowlog('RESET');
+  }
+  return { acquire: percentile(sorted(acquire), 50), twoCommands: percentile(sorted(floor), 50), samples: Math.min(acquire.length, floor.length) };
 }

@@ -274,6 +274,9 @@ function coreSections(core: CoreRuns): string[] {
         `Acquires that needed the fence written back to the majority (a second round): ${fixed(anatomy.secondRoundsPerAcquire * 100, 1)} %; ` +
           `fence write-backs to masters that granted after the majority, per acquire: ${fixed(anatomy.stragglersPerAcquire, 2)} ` +
           `(${fixed(anatomy.stragglersOnPathPerAcquire, 2)} sent before the acquire returned, on its path)`,
+        '',
+        `Time one master spends in one call (SLOWLOG p50 over ${anatomy.serverMicros.samples} calls each): acquire.lua ${anatomy.serverMicros.acquire} µs, ` +
+          `the GET + SET PX floor script ${anatomy.serverMicros.twoCommands} µs (the ${masterCount} masters share the cores the client leaves them)`,
       );
     }
     out.push(...contendedSections(core.redlockResults, ` on ${masterCount} Redlock masters`));
