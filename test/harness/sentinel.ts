@@ -181,27 +181,43 @@ export class SentinelSet {
   }
 
   /**
-   * Waits until every live sentinel knows the other sentinels and every live replica (not down)
-   * and can reach its quorum and elect a leader (`SENTINEL CKQUORUM`): a failover can then begin.
+   * Waits until every live sentinel knows the other sentinels and can reach its quorum and elect a
+   * leader (`SENTINEL CKQUORUM`), and sees every live replica (not down) as healthy: a failover can
+   * then begin. One sentinel's view of a revived node has been seen to stay stale on a loaded CI
+   * machine for longer than the wait (whatever its flags; a `SENTINEL RESET` did not bring it
+   * back either): after {@link STALE_VIEW_MS}, a replica that a majority of sentinels see healthy
+   * is enough, which is what a failover needs (a majority agrees, and picks a replica it sees).
    */
   async waitForSentinels(): Promise<void> {
     const primary = await this.primary();
     const replicas = this.#liveServers().filter((s) => s !== primary);
-    await Promise.all(this.#liveSentinels().map((sentinel) =>
-      waitUntil(`sentinel 127.0.0.1:${sentinel.port} sees '${this.name}' whole`, async () => {
+    const sentinels = this.#liveSentinels();
+    const majority = Math.floor(this.sentinels.length / 2) + 1;
+    const started = Date.now();
+    await waitUntil(`the sentinels of '${this.name}' see it whole`, async () => {
+      const views = await Promise.all(sentinels.map(async (sentinel) => {
+        const at = `sentinel 127.0.0.1:${sentinel.port}`;
         // OK only when enough sentinels are known and reachable to agree and to elect a leader.
         const quorum = await command(sentinel, 'SENTINEL', 'CKQUORUM', this.name).catch((error: Error) => error.message);
-        if (typeof quorum !== 'string' || !quorum.startsWith('OK')) return notYet(`CKQUORUM: ${String(quorum)}`);
+        if (typeof quorum !== 'string' || !quorum.startsWith('OK')) return `${at} CKQUORUM: ${String(quorum)}`;
         const known = await command(sentinel, 'SENTINEL', 'SENTINELS', this.name);
         const others = Array.isArray(known) ? known.length : 0;
-        if (others < this.sentinels.length - 1) return notYet(`it knows ${others} other sentinels of ${this.sentinels.length - 1}`);
-        const listed = await command(sentinel, 'SENTINEL', 'REPLICAS', this.name);
+        if (others < this.sentinels.length - 1) return `${at} knows ${others} other sentinels of ${this.sentinels.length - 1}`;
         // Flags alone: not down and connected. Its master-link-status comes from INFO, which a
         // sentinel refreshes only every 10 s (every 1 s once a failover is under way).
-        const healthy = new Set((Array.isArray(listed) ? listed : []).map(pairs).filter((r) => r.get('flags') === 'slave').map((r) => Number(r.get('port'))));
-        const missing = replicas.filter((r) => !healthy.has(r.port)).map((r) => r.port);
-        return missing.length === 0 ? true : notYet(`replicas ${missing.join(', ')} not yet seen healthy`);
-      }, { timeoutMs: this.#timeoutMs })));
+        const listed = await command(sentinel, 'SENTINEL', 'REPLICAS', this.name);
+        return new Map((Array.isArray(listed) ? listed : []).map(pairs).map((r) => [Number(r.get('port')), r.get('flags') ?? ''] as const));
+      }));
+      const unready = views.filter((v): v is string => typeof v === 'string');
+      if (unready.length > 0) return notYet(unready.join('; '));
+      const flagMaps = views.filter((v): v is Map<number, string> => typeof v !== 'string');
+      const seenBy = (port: number): number => flagMaps.filter((flags) => flags.get(port) === 'slave').length;
+      const needed = Date.now() - started > STALE_VIEW_MS ? majority : sentinels.length;
+      const missing = replicas.filter((r) => seenBy(r.port) < needed);
+      if (missing.length === 0) return true;
+      const describe = (port: number): string => `${port} (${flagMaps.map((flags) => flags.get(port) ?? 'unlisted').join(' / ')})`;
+      return notYet(`replicas ${missing.map((r) => describe(r.port)).join(', ')} seen healthy by fewer than ${needed} sentinels`);
+    }, { timeoutMs: this.#timeoutMs });
   }
 
   async #primaryPortSeenBy(sentinel: RedisServer): Promise<number | undefined> {
@@ -222,6 +238,9 @@ export class SentinelSet {
     return this.sentinels.filter((s) => !this.#down.has(s));
   }
 }
+
+/** How long every sentinel must agree that a revived replica is healthy before a majority is enough. */
+const STALE_VIEW_MS = 10_000;
 
 /** A flat `[key, value, key, value…]` reply (SENTINEL REPLICAS entries) as a map. */
 function pairs(entry: unknown): Map<string, string> {
