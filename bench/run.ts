@@ -36,6 +36,7 @@ import {
   commandsTable,
   contendedTable,
   fixed,
+  issue10Targets,
   leasesTable,
   memoryTable,
   rate,
@@ -251,6 +252,7 @@ async function coreRuns(servers: Servers, ping: PingResult): Promise<CoreRuns> {
 
   const goals = [
     ...targets(uncontended, results, ping),
+    ...issue10Targets(uncontended, results),
     ...(redlock === undefined ? [] : redlockTargets({ padlockLabel: redlock.padlock.label, uncontended, contended: redlockResults })),
   ];
   return { uncontended, anatomy, ceiling, tuning, results, redlockTuning, redlockResults, goals };
