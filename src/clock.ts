@@ -1,5 +1,6 @@
 /** Time as padlock's client side sees it: a monotonic clock, immune to wall-clock jumps. */
 import { performance } from 'node:perf_hooks';
+import type { Abortable } from './interrupt.js';
 
 /** Milliseconds on a monotonic clock (for deadlines; never compared with Redis time). */
 export function monotonicNow(): number {
@@ -32,20 +33,20 @@ export interface Bound<T> {
   /** The error to reject with when `ms` pass first. */
   readonly timeout: () => Error;
   /** Give up at once when this aborts, rejecting with its reason. */
-  readonly signal?: AbortSignal | undefined;
+  readonly interrupt?: Abortable | undefined;
   /** Receives the value if it arrives after the caller gave up (so what it obtained can be given back). */
   readonly late?: ((value: T) => void) | undefined;
 }
 
 /**
- * Settles like `work`, unless `ms` pass or `signal` aborts first. `work` keeps running either way;
+ * Settles like `work`, unless `ms` pass or `interrupt` aborts first. `work` keeps running either way;
  * a value it brings after that goes to `late`, and a late failure is ignored. The timer does not
  * keep the process alive: a bound is a limit, not work.
  */
-export function bound<T>(work: Promise<T>, { ms, timeout, signal, late }: Bound<T>): Promise<T> {
-  if (signal?.aborted === true) {
+export function bound<T>(work: Promise<T>, { ms, timeout, interrupt, late }: Bound<T>): Promise<T> {
+  if (interrupt?.aborted === true) {
     work.then(late, () => undefined);
-    return Promise.reject(signal.reason as unknown);
+    return Promise.reject(interrupt.reason);
   }
   return new Promise<T>((resolve, reject) => {
     let settled = false;
@@ -55,14 +56,13 @@ export function bound<T>(work: Promise<T>, { ms, timeout, signal, late }: Bound<
       cleanup();
       reject(error);
     };
-    const onAbort = (): void => giveUp(signal?.reason);
     const timer = ms === Infinity ? undefined : setTimeout(() => giveUp(timeout()), Math.max(0, ms));
     timer?.unref();
+    const stopListening = interrupt?.onAbort(() => giveUp(interrupt.reason));
     const cleanup = (): void => {
-      signal?.removeEventListener('abort', onAbort);
+      stopListening?.();
       if (timer !== undefined) clearTimeout(timer);
     };
-    signal?.addEventListener('abort', onAbort, { once: true });
     work.then(
       (value) => {
         if (settled) {

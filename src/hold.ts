@@ -46,7 +46,10 @@ export class Hold {
   /** A renewal is on its way. */
   renewing = false;
   state: HoldState = 'held';
-  readonly controller = new AbortController();
+  /** Made on the first read of {@link signal} (most holds never have theirs read: interrupt.ts says why that matters). */
+  #controller: AbortController | undefined;
+  /** The loss, once {@link abortSignal} told of it. */
+  #lost: { readonly error: unknown } | undefined;
   /** Monotonic time at which the granting command was sent (hold times count from it). */
   readonly grantedAt: number;
   /** A `holdWarning` was given for the lease as it stands (cleared when a renewal moves it on). */
@@ -112,5 +115,20 @@ export class Hold {
   /** Wall-clock estimate of the end of the lease (conservative). */
   get expiresAt(): number {
     return Date.now() + Math.max(0, this.deadline - monotonicNow());
+  }
+
+  /** Aborted with the loss's error once the hold is lost (see Lease.signal); made on first read. */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#lost !== undefined) this.#controller.abort(this.#lost.error);
+    }
+    return this.#controller.signal;
+  }
+
+  /** Aborts {@link signal} with `error` (now, or when it is first read). */
+  abortSignal(error: unknown): void {
+    this.#lost ??= { error };
+    this.#controller?.abort(error);
   }
 }

@@ -65,7 +65,7 @@ export class Lease implements AsyncDisposable {
 
   /** Aborted with a `LockLostError` the moment the lock is known lost; never aborted by a release. */
   get signal(): AbortSignal {
-    return this.#hold.controller.signal;
+    return this.#hold.signal;
   }
 
   /**

@@ -4,11 +4,11 @@
  * the subscriber listens.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { setMaxListeners } from 'node:events';
 import { monotonicNow, settleWithin } from './clock.js';
 import { LockLostError, PadlockClosedError, type LockLostReason } from './errors.js';
 import { holdEvent, type Emit } from './events.js';
 import type { Hold } from './hold.js';
+import { Interrupt, type Abortable } from './interrupt.js';
 import type { Liveness } from './liveness.js';
 import type { Observer } from './observability/observer.js';
 import type { Subscriber } from './subscriber.js';
@@ -20,7 +20,8 @@ const CLOSE_TIMEOUT_MS = 5_000;
 export class Runtime {
   readonly #holds = new Map<string, Hold>();
   readonly #context = new AsyncLocalStorage<ReadonlyMap<string, Hold>>();
-  readonly #closing = new AbortController();
+  /** Every pending acquire listens for close() (an Interrupt: one listener per acquisition, interrupt.ts). */
+  readonly #closing = new Interrupt();
   /** Clean-up calls sent on a caller's behalf after it stopped waiting (leaving a queue): close() waits for them. */
   readonly #cleanups = new Set<Promise<unknown>>();
   #closed: Promise<void> | undefined;
@@ -31,19 +32,16 @@ export class Runtime {
     private readonly emit: Emit,
     private readonly observer: Observer | undefined,
     private readonly liveness: Liveness,
-  ) {
-    // Every pending acquire listens for close(): that is not a leak.
-    setMaxListeners(0, this.#closing.signal);
-  }
+  ) {}
 
   /** Aborted when `close()` starts. */
-  get closing(): AbortSignal {
-    return this.#closing.signal;
+  get closing(): Abortable {
+    return this.#closing;
   }
 
   /** Throws `PadlockClosedError` if closed. */
   assertOpen(name?: string): void {
-    if (this.#closing.signal.aborted) throw new PadlockClosedError(name);
+    if (this.#closing.aborted) throw new PadlockClosedError(name);
   }
 
   /** Holds known to this Padlock (for tests and tooling). */
@@ -91,7 +89,7 @@ export class Runtime {
   lost(hold: Hold, reason: LockLostReason, cause?: unknown): void {
     if (!this.#forget(hold, 'lost', reason)) return;
     const error = new LockLostError(hold.name, hold.owner, hold.fence, reason, cause === undefined ? undefined : { cause });
-    hold.controller.abort(error);
+    hold.abortSignal(error);
     this.emit('lost', error);
   }
 

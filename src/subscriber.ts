@@ -8,6 +8,7 @@
  * arriving while its waiter's attempt is in flight is never lost. After a reconnect every sleeper
  * is woken (messages sent meanwhile are gone), and asks Redis again.
  */
+import type { Abortable } from './interrupt.js';
 import type { SubscriberConnection } from './redis/connection.js';
 import { wrap } from './redis/script-runner.js';
 
@@ -32,10 +33,10 @@ export interface Watch {
   /** Resolves once the channel is subscribed (messages published after that are seen). */
   readonly ready: Promise<void>;
   /**
-   * Sleeps until a message addressed to `owner` comes or `ms` pass; rejects with `signal.reason` on
-   * abort. Resolves with the message, or `null` on time-out or reconnect.
+   * Sleeps until a message addressed to `owner` comes or `ms` pass; rejects with `stop.reason` once
+   * `stop` aborts. Resolves with the message, or `null` on time-out or reconnect.
    */
-  sleep(ms: number, signal: AbortSignal, owner: string): Promise<string | null>;
+  sleep(ms: number, stop: Abortable, owner: string): Promise<string | null>;
   /** Takes (and removes) the message addressed to `owner` that came while it was not sleeping. */
   take(owner: string): string | undefined;
   /** Leaves the channel (unsubscribes after a linger when last). Safe to call twice. */
@@ -111,7 +112,7 @@ export class Subscriber {
     let closed = false;
     return {
       ready: state.ready,
-      sleep: (ms, signal, owner) => sleep(state, ms, signal, owner),
+      sleep: (ms, stop, owner) => sleep(state, ms, stop, owner),
       take: (owner) => {
         const message = state.mailbox.get(owner);
         state.mailbox.delete(owner);
@@ -163,23 +164,22 @@ function wakeAll(channel: Channel): void {
   for (const sleeper of [...channel.sleepers]) sleeper.wake(null);
 }
 
-function sleep(channel: Channel, ms: number, signal: AbortSignal, owner: string): Promise<string | null> {
+function sleep(channel: Channel, ms: number, stop: Abortable, owner: string): Promise<string | null> {
   return new Promise<string | null>((resolve, reject) => {
-    if (signal.aborted) {
-      reject(signal.reason);
+    if (stop.aborted) {
+      reject(stop.reason);
       return;
     }
     const finish = (outcome: () => void): void => {
       clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
+      stopListening();
       const index = channel.sleepers.indexOf(sleeper);
       if (index >= 0) channel.sleepers.splice(index, 1);
       outcome();
     };
     const sleeper: Sleeper = { owner, wake: (message) => finish(() => resolve(message)) };
-    const onAbort = (): void => finish(() => reject(signal.reason));
     const timer = setTimeout(() => finish(() => resolve(null)), Math.max(0, ms));
     channel.sleepers.push(sleeper);
-    signal.addEventListener('abort', onAbort, { once: true });
+    const stopListening = stop.onAbort(() => finish(() => reject(stop.reason)));
   });
 }

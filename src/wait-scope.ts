@@ -1,10 +1,12 @@
 /**
  * The bounds of one acquire call: the caller's `signal`, the Padlock closing, and the `waitMs`
- * deadline. `signal` folds all three (for sleeping); `race` bounds one call to Redis, also by
- * padlock's reply time-out.
+ * deadline. `stop` folds all three (for sleeping); `race` bounds one call to Redis, also by
+ * padlock's reply time-out. Both are {@link Interrupt}s, not AbortControllers: a scope is made per
+ * acquisition (interrupt.ts says why).
  */
 import { bound, monotonicNow } from './clock.js';
 import { LockTimeoutError, PadlockClosedError, type RedisUnavailableError } from './errors.js';
+import { Interrupt, type Abortable } from './interrupt.js';
 
 /**
  * Every call to Redis within a wait gets at least this long to answer, even past `waitMs` (so a
@@ -15,9 +17,9 @@ export const REPLY_GRACE_MS = 1_000;
 
 export class WaitScope {
   /** Aborted by the caller's signal or by close(). */
-  readonly #interrupt = new AbortController();
+  readonly #interrupt = new Interrupt();
   /** Aborted by an interruption or by the deadline. */
-  readonly #controller = new AbortController();
+  readonly #stop = new Interrupt();
   readonly #started = monotonicNow();
   readonly #timer: NodeJS.Timeout | undefined;
   readonly #unlink: () => void;
@@ -27,7 +29,7 @@ export class WaitScope {
     /** How long the call may wait: 0 means one attempt. */
     readonly waitMs: number,
     userSignal: AbortSignal | undefined,
-    closing: AbortSignal,
+    closing: Abortable,
     /** The longest any one call may wait for Redis's reply. */
     readonly replyTimeoutMs: number,
     /** What a call may take beyond Redis's own answer (a WAIT for replicas): added to the grace. */
@@ -37,26 +39,26 @@ export class WaitScope {
   ) {
     const interrupt = (reason: unknown): void => {
       this.#interrupt.abort(reason);
-      this.#controller.abort(reason);
+      this.#stop.abort(reason);
     };
     const onUser = (): void => interrupt(userSignal?.reason);
     const onClose = (): void => interrupt(new PadlockClosedError(lock));
     userSignal?.addEventListener('abort', onUser, { once: true });
-    closing.addEventListener('abort', onClose, { once: true });
+    const stopClose = closing.onAbort(onClose);
     this.#unlink = () => {
       userSignal?.removeEventListener('abort', onUser);
-      closing.removeEventListener('abort', onClose);
+      stopClose();
     };
     if (userSignal?.aborted) onUser();
     else if (closing.aborted) onClose();
     if (waitMs > 0 && waitMs !== Infinity) {
-      this.#timer = setTimeout(() => this.#controller.abort(this.timeout()), waitMs);
+      this.#timer = setTimeout(() => this.#stop.abort(this.timeout()), waitMs);
     }
   }
 
   /** Aborted when the call must stop waiting; `reason` is the error to reject with. */
-  get signal(): AbortSignal {
-    return this.#controller.signal;
+  get stop(): Abortable {
+    return this.#stop;
   }
 
   /** Milliseconds since the call started. */
@@ -76,7 +78,7 @@ export class WaitScope {
 
   /** Throws the abort reason if the scope is over. */
   check(): void {
-    this.signal.throwIfAborted();
+    this.#stop.throwIfAborted();
   }
 
   /**
@@ -97,7 +99,7 @@ export class WaitScope {
    */
   race<T>(call: Promise<T>, abandon?: (value: T) => void): Promise<T> {
     const ms = this.replyBoundMs;
-    return bound(call, { ms, signal: this.#interrupt.signal, late: abandon, timeout: () => this.noReply(this.lock, ms) });
+    return bound(call, { ms, interrupt: this.#interrupt, late: abandon, timeout: () => this.noReply(this.lock, ms) });
   }
 
   /** Monotonic time of the first attempt that found the lock held by another owner, if any. */

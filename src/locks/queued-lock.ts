@@ -107,7 +107,7 @@ export abstract class QueuedLock extends Lock {
         // Sleep until a release turns to us, the next heartbeat, or the holder's lease runs out
         // (a crashed holder releases nothing).
         const fallback: number = reply.pttl > 0 ? reply.pttl + 1 : heartbeatMs;
-        const message: string | null | undefined = watch?.take(owner) ?? (await watch?.sleep(Math.min(heartbeatMs, fallback, scope.remainingMs, MAX_MS), scope.signal, owner));
+        const message: string | null | undefined = watch?.take(owner) ?? (await watch?.sleep(Math.min(heartbeatMs, fallback, scope.remainingMs, MAX_MS), scope.stop, owner));
         if (message !== undefined && message !== null) {
           const grant = this.grantFrom(message, sentAt);
           if (grant !== null) return grant;
