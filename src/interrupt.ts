@@ -17,15 +17,18 @@ export interface Abortable {
 
 const nothing = (): void => undefined;
 
+/** An {@link Abortable} that its owner aborts once. */
 export class Interrupt implements Abortable {
   #aborted = false;
   #reason: unknown = undefined;
   #listeners: Set<() => void> | undefined;
 
+  /** Whether {@link abort} was called. */
   get aborted(): boolean {
     return this.#aborted;
   }
 
+  /** The first reason given to {@link abort}; `undefined` before. */
   get reason(): unknown {
     return this.#reason;
   }
@@ -40,6 +43,7 @@ export class Interrupt implements Abortable {
     if (listeners !== undefined) for (const listener of listeners) listener();
   }
 
+  /** Calls `listener` on the abort (never if it already happened); returns what stops listening. */
   onAbort(listener: () => void): () => void {
     if (this.#aborted) return nothing;
     const listeners = (this.#listeners ??= new Set());
