@@ -174,7 +174,7 @@ export async function redlockAnatomy(single: string, masters: readonly string[],
   const getSetRound = async (): Promise<void> => {
     const called = nowMs();
     const replies = await Promise.all(
-      pingClients.map(async (c) => (await c.evalsha(getSetSha, 3, `${key}:floor`, `${key}:floor:queue`, `${key}:floor:waiters`, 'owner', '30000', 'mutex', '0'), nowMs() - called)),
+      pingClients.map(async (c) => (await c.evalsha(getSetSha, 2, `${key}:floor`, `${key}:floor:queue`, 'owner', '30000', 'mutex', '0'), nowMs() - called)),
     );
     twoCommands.values.push(sorted(replies)[quorum - 1] ?? Number.NaN);
   };
@@ -207,7 +207,7 @@ export async function redlockAnatomy(single: string, masters: readonly string[],
     },
     async () => {
       const called = nowMs();
-      const replies = pingClients.map((c) => c.evalsha(trivialSha, 3, key, `${key}:queue`, `${key}:waiters`, 'owner', '30000', 'mutex', '0'));
+      const replies = pingClients.map((c) => c.evalsha(trivialSha, 2, key, `${key}:queue`, 'owner', '30000', 'mutex', '0'));
       handing.values.push(nowMs() - called);
       await Promise.all(replies);
     },

@@ -121,11 +121,10 @@ export interface WaiterState {
 export interface KeyState {
   /**
    * What the key is for, its name's suffix. A mutex's: `lock` (string: fence, holder, hold count; a
-   * tombstone once freed), `queue` (list of entries), `waiters` (hash: owner → entry). A read/write
-   * lock's: `rw` (hash: fence, holds), `rwleases` (sorted set: each hold's expiry), `rwqueue`,
-   * `rwwaiters`. A semaphore's: `semaphore` (hash: limit, fence), `semaphore-holders` (hash: each
-   * holder's permits and holds), `semaphore-leases` (sorted set), `semaphore-queue`,
-   * `semaphore-waiters`. See docs/protocol.md.
+   * tombstone once freed), `queue` (list of waiters' entries). A read/write lock's: `rw` (hash:
+   * fence, holds), `rwleases` (sorted set: each hold's expiry), `rwqueue`. A semaphore's:
+   * `semaphore` (hash: limit, fence), `semaphore-holders` (hash: each holder's permits and holds),
+   * `semaphore-leases` (sorted set), `semaphore-queue`. See docs/protocol.md.
    */
   readonly role: KeyRole;
   /** The key's name in Redis. */
@@ -147,16 +146,13 @@ export interface ScanNode {
 const ROLES = {
   lock: 'mutex',
   queue: 'mutex',
-  waiters: 'mutex',
   rw: 'readWrite',
   rwleases: 'readWrite',
   rwqueue: 'readWrite',
-  rwwaiters: 'readWrite',
   semaphore: 'semaphore',
   'semaphore-holders': 'semaphore',
   'semaphore-leases': 'semaphore',
   'semaphore-queue': 'semaphore',
-  'semaphore-waiters': 'semaphore',
 } as const satisfies Record<string, LockKind>;
 
 /** The suffix of one of a lock's keys: what the key is for. */
@@ -380,7 +376,6 @@ function readWriteState(protocol: ReadWriteProtocol, reply: ReadWriteInspectRepl
       keyState('rw', keys.state, 'hash', d.statePttl),
       keyState('rwleases', keys.leases, 'zset', d.leasesPttl),
       keyState('rwqueue', keys.queue, 'list', d.queuePttl),
-      keyState('rwwaiters', keys.waiters, 'hash', d.waitersPttl),
     ],
   };
 }
@@ -388,7 +383,7 @@ function readWriteState(protocol: ReadWriteProtocol, reply: ReadWriteInspectRepl
 /** Turns semaphore-inspect.lua's detailed reply into a {@link LockState}. */
 function semaphoreState(protocol: SemaphoreProtocol, reply: SemaphoreInspectReply): LockState {
   const d = detailOf(reply.detail, 'semaphore-inspect.lua');
-  const [meta, holdersKey, leasesKey, queueKey, waitersKey] = semaphoreScriptKeys(protocol.keys) as [string, string, string, string, string];
+  const [meta, holdersKey, leasesKey, queueKey] = semaphoreScriptKeys(protocol.keys) as [string, string, string, string];
   const held = d.holders.length > 0;
   const waiters = waiterStates(d.now, d.waiters, (w) => (w.kind === 'semaphore' ? 'semaphore' : undefined)).map((state, i): WaiterState => {
     const entry = d.waiters[i];
@@ -410,14 +405,13 @@ function semaphoreState(protocol: SemaphoreProtocol, reply: SemaphoreInspectRepl
       keyState('semaphore-holders', holdersKey, 'hash', d.holdersPttl),
       keyState('semaphore-leases', leasesKey, 'zset', d.leasesPttl),
       keyState('semaphore-queue', queueKey, 'list', d.queuePttl),
-      keyState('semaphore-waiters', waitersKey, 'hash', d.waitersPttl),
     ],
   };
 }
 
 /** Turns inspect.lua's reply into a {@link LockState}. */
 function lockState(name: string, keys: LockKeys, reply: InspectReply): LockState {
-  const queue: QueueReply = reply.queue ?? { now: 0, lastFence: 0, queuePttl: -2, waitersPttl: -2, length: 0, waiters: [] };
+  const queue: QueueReply = reply.queue ?? { now: 0, lastFence: 0, queuePttl: -2, length: 0, waiters: [] };
   const held = reply.fence > 0;
   const waiters = waiterStates(queue.now, queue.waiters, (w) => (w.kind === 'fair' || w.kind === 'mutex' ? w.kind : w.kind === '' ? undefined : 'unknown'));
   return {
@@ -430,7 +424,7 @@ function lockState(name: string, keys: LockKeys, reply: InspectReply): LockState
     ...queueSummary(queue.length, waiters),
     lastFence: queue.lastFence > 0 ? queue.lastFence : null,
     waiters,
-    keys: [keyState('lock', keys.lock, 'string', reply.pttl), keyState('queue', keys.queue, 'list', queue.queuePttl), keyState('waiters', keys.waiters, 'hash', queue.waitersPttl)],
+    keys: [keyState('lock', keys.lock, 'string', reply.pttl), keyState('queue', keys.queue, 'list', queue.queuePttl)],
   };
 }
 

@@ -18,11 +18,10 @@ export interface LockKeys {
    * List of queued waiters' entries, mutex and fair mutex alike, in arrival order (a woken mutex
    * waiter that someone else beat to the lock goes back to the head). An entry is
    * `owner|clientId|leaseMs|allowanceMs|kind|since|expiry` (`since`, `expiry`: ms on the server's
-   * clock, `expiry` its heartbeat's; `kind` is `mutex` or `fair`).
+   * clock, `expiry` its heartbeat's; `kind` is `mutex` or `fair`). Nothing else indexes it: a waiter
+   * sends back the entry its last call returned (its place) to find it (see docs/protocol.md).
    */
   readonly queue: string;
-  /** Hash: queued owner token → its entry in the queue, as it stands there. */
-  readonly waiters: string;
   /**
    * The prefix of the waiters' channels ({@link waiterChannel}); nothing is published on it itself.
    */
@@ -44,20 +43,20 @@ export function lockKeys(prefix: string, name: string): LockKeys {
     name,
     lock: `${base}:lock`,
     queue: `${base}:queue`,
-    waiters: `${base}:waiters`,
     released: `${base}:released`,
   };
 }
 
-/** The three keys that acquire, enqueue, release, leave and force-release take, in their `KEYS` order. */
+/** The two keys that acquire, enqueue, release, leave, reap, force-release and inspect take, in their `KEYS` order. */
 export function scriptKeys(keys: LockKeys): string[] {
-  return [keys.lock, keys.queue, keys.waiters];
+  return [keys.lock, keys.queue];
 }
 
 /**
  * The channel of one client (one Padlock) for one lock. A release, leave or force-release that gives
- * the turn to one of that client's queued waiters publishes to it: `<owner> wake` (mutex: the lock
- * is free, try now) or `<owner> <fence> <pttl>` (fair mutex: the lock is yours).
+ * the turn to one of that client's queued waiters publishes to it: `<owner> wake <expiry>` (mutex:
+ * the lock is free, try now; `expiry` is that of the entry taken out of the queue) or
+ * `<owner> <fence> <pttl>` (fair mutex: the lock is yours).
  */
 export function waiterChannel(keys: LockKeys, clientId: string): string {
   return `${keys.released}:${clientId}`;

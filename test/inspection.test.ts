@@ -21,7 +21,7 @@ describe('lock key names', () => {
   it('parses back every key lockKeys makes, braces and percent signs included', () => {
     for (const name of ['order:42', 'a{b}c', '%7B', '}{', 'x}:lock', 'ünï cødé', '*?[]']) {
       const keys = lockKeys('padlock', name);
-      for (const role of ['lock', 'queue', 'waiters'] as const) {
+      for (const role of ['lock', 'queue'] as const) {
         assert.deepEqual(parseLockKey('padlock', keys[role]), { name, role }, `${name} ${role}`);
       }
       assert.equal(parseLockKey('padlock', keys.released), undefined, 'a channel is not a key');
@@ -89,7 +89,6 @@ describe('LockReader', () => {
       assert.deepEqual(state.keys.map((k) => [k.role, k.key, k.type, k.exists]), [
         ['lock', keys.lock, 'string', true],
         ['queue', keys.queue, 'list', false],
-        ['waiters', keys.waiters, 'hash', false],
       ]);
       assert.ok((state.keys[0]?.ttlMs ?? 0) > 15_000, 'the lock key lives its lease');
       await inner.release();
@@ -162,7 +161,7 @@ describe('LockReader', () => {
     const odd = await new LockReader(fromIoredis(admin), 'read3').read('d');
     assert.deepEqual(odd.waiters.at(-1), { position: 2, owner: 'not-an-entry', kind: 'unknown', clientId: null, alive: false, waitedMs: null, heartbeatMs: null, leaseMs: null });
     assert.equal(odd.waiting, 0);
-    await admin.del(keys.queue, keys.waiters);
+    await admin.del(keys.queue);
     await holder.release();
   });
 

@@ -24,13 +24,13 @@ for (const factory of TOPOLOGIES) {
   describe(factory.name, () => {
     const topology = useTopology(factory);
     /**
-     * The queue and waiters of lock `name`, read on clients of no Padlock (reads are not paused): as
+     * The owners queued for lock `name`, read on clients of no Padlock (reads are not paused): as
      * a majority of copies holds them, or (`every`, once nothing is in flight) as every copy must.
      */
-    async function queueOf(name: string, every = false): Promise<{ queue: string[]; waiters: string[] }> {
+    async function queueOf(name: string, every = false): Promise<{ queue: string[] }> {
       const keys = lockKeys('padlock', name);
       const read = every ? topology.readEvery.bind(topology) : topology.read.bind(topology);
-      return read(async (reader) => ({ queue: await queuedOwners(reader, keys.queue), waiters: await reader.hkeys(keys.waiters) }));
+      return read(async (reader) => ({ queue: await queuedOwners(reader, keys.queue) }));
     }
     /** Resolves once every call `side` sent for lock `name` before now has run. */
     function behind(side: { client: PadlockRedis }, name: string): Promise<void> {
@@ -62,7 +62,7 @@ for (const factory of TOPOLOGIES) {
           await behind(waiterSide, name); // runs after the held call and the leave that follows it
           // On Redlock a master slower than its 1 s time-out (a loaded machine) may have had its grant
           // to the holder given back, so the leave woke the live waiter there: it queues again at once.
-          const settled = async (): Promise<boolean> => isDeepStrictEqual(await queueOf(name, true).catch(() => undefined), { queue: [firstOwner], waiters: [firstOwner] });
+          const settled = async (): Promise<boolean> => isDeepStrictEqual(await queueOf(name, true).catch(() => undefined), { queue: [firstOwner] });
           assert.ok(await eventually(settled, 3_000), `only the live waiter is queued: ${inspect(await queueOf(name).catch((e: unknown) => e))}`);
 
           await holder.release();
@@ -110,7 +110,7 @@ for (const factory of TOPOLOGIES) {
             const outcomes = await Promise.allSettled(waits);
             assert.ok(outcomes.every((o) => o.status === 'rejected'), 'the lock stayed held: every wait was aborted');
             await Promise.all(sides.map((s) => behind(s, name)));
-            assert.deepEqual(await queueOf(name, true), { queue: [], waiters: [] }, `round ${round}: no entry left`);
+            assert.deepEqual(await queueOf(name, true), { queue: [] }, `round ${round}: no entry left`);
           }
           await holder.release();
           const newcomer = await lockOf((await topology.side()).padlock, kind, name).tryAcquire();
@@ -141,7 +141,7 @@ for (const factory of TOPOLOGIES) {
           // Every call the wait sent has its answer, the queue call's after its EVAL re-send.
           assert.ok(await eventually(() => answered === sent), `${answered} of ${sent} calls answered`);
           assert.ok(counts.has('enqueue.lua') && counts.has('leave.lua'), 'the wait queued, then left');
-          assert.deepEqual(await queueOf(name, true), { queue: [], waiters: [] }, 'no entry left');
+          assert.deepEqual(await queueOf(name, true), { queue: [] }, 'no entry left');
           await holder.release();
           await Promise.all([holderSide.padlock.close(), waiterSide.padlock.close()]);
         });
@@ -155,7 +155,7 @@ for (const factory of TOPOLOGIES) {
           assert.ok(await eventually(async () => (await queueOf(name)).queue.length === 1));
           await topology.pauseWrites(lockKeys('padlock', name).lock, 300); // the leave is held up; reads are not
           await Promise.all([assert.rejects(waiting, { name: 'PadlockClosedError' }), waiterSide.padlock.close()]);
-          assert.deepEqual(await queueOf(name, true), { queue: [], waiters: [] }, 'close() waited for the leave');
+          assert.deepEqual(await queueOf(name, true), { queue: [] }, 'close() waited for the leave');
           await holder.release();
           await holderSide.padlock.close();
         });

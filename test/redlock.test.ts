@@ -182,7 +182,7 @@ describe('Redlock over 5 masters', () => {
     await runCall(admins[2]!, one.attempt(holder, 30_000, 'try', 1_000));
     for (const owner of [late, early]) await runCall(admins[2]!, one.attempt(owner, 30_000, 'queue', 1_000, 5));
     assert.deepEqual(await queuedOwners(admins[2]!, plain.queue), [late, early]);
-    for (const i of [0, 1, 2]) await admins[i]!.del(keys.lock, keys.queue, keys.waiters, plain.lock, plain.queue, plain.waiters);
+    for (const i of [0, 1, 2]) await admins[i]!.del(keys.lock, keys.queue, plain.lock, plain.queue);
   });
 
   it("with tickets, a newcomer does not take a free lock ahead of another client's live waiter (no split vote with it); a woken waiter and its own client's newcomers do", async () => {
@@ -207,7 +207,7 @@ describe('Redlock over 5 masters', () => {
     await runCall(admins[0]!, a.release(p, 1));
     // Without a ticket (one server: no votes to split), a newcomer takes a free lock whoever waits.
     assert.equal((await runCall(admins[0]!, b.attempt(q, 30_000, 'queue', 1_000))).status, 'acquired');
-    await admins[0]!.del(keys.lock, keys.queue, keys.waiters);
+    await admins[0]!.del(keys.lock, keys.queue);
   });
 
   it('an owner granted by a majority is taken out of the queues of the masters that queued it', async () => {

@@ -5,7 +5,7 @@ import { lockKeys, waiterChannel } from '../src/keys.js';
 import { MutexProtocol } from '../src/locks/mutex-protocol.js';
 import { probeScripts, probeWakes, type WakeProbe } from './harness/probes.js';
 import { commandCalls, connect, delay, eventually, padlockOn, runCall, startServer } from './harness/redis.js';
-import { holdsOf } from './harness/lock-state.js';
+import { holdsOf, queuedOwners } from './harness/lock-state.js';
 
 let server: RedisServer;
 before(async () => {
@@ -132,7 +132,7 @@ describe('waiting without polling (mutex)', () => {
     const waiting = waiterSide.mutex('wake:ghost').acquire({ waitMs: 10_000 });
     assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 2));
     await holder.release(); // wakes the ghost, the first in the queue
-    assert.equal(await admin.hexists(keys.waiters, ghost), 0, 'the ghost was woken');
+    assert.ok(!(await queuedOwners(admin, keys.queue)).includes(ghost), 'the ghost was woken');
     assert.equal(await admin.llen(keys.queue), 1);
     await runCall(admin, ghostProtocol.leave(ghost)); // the ghost gives up: its wake goes on
     const lease = await waiting.catch((error: unknown) => assert.fail(`the ghost's wake-up was not passed on: ${String(error)}`));
@@ -154,7 +154,7 @@ describe('waiting without polling (mutex)', () => {
     const messages = probe.messages;
     const before = await commandCalls(admin, 'evalsha');
     await holder.release(); // wakes the dead waiter, the first in the queue; the lock stays free
-    assert.equal(await admin.hexists(keys.waiters, dead), 0, 'the release woke the dead waiter, not the live one');
+    assert.ok(!(await queuedOwners(admin, keys.queue)).includes(dead), 'the release woke the dead waiter, not the live one');
     assert.equal(await admin.llen(keys.queue), 1, 'the live waiter is still queued');
     const lease = await waiting;
     assert.equal(probe.messages, messages, 'the live waiter was sent nothing');
@@ -206,7 +206,7 @@ describe('waiting without polling (mutex)', () => {
     // The head's join made the queue and asked the lock's PTTL; the second's asked only the queue's
     // (to keep it long enough for the newcomer), not the lock's.
     assert.equal((await commandCalls(admin, 'pttl')) - pttls, 2);
-    await admin.del(keys.lock, keys.queue, keys.waiters);
+    await admin.del(keys.lock, keys.queue);
 
     // Behind another waiter whose holder crashed, a fair waiter proceeds once the head has had it.
     const leaseMs = 300;

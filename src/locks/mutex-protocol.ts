@@ -65,21 +65,24 @@ export class MutexProtocol {
    * `ticket` is when the wait began (ms, this client's clock): sent only by a topology of several
    * servers (with the fence it proposes, see `ScriptCall.proposing`), where every server orders its
    * queue by it, so that they all wake the same waiter first. One server orders waiters as they come.
+   * `place` finds the waiter's entry in the queue: the entry its last call returned (busy replies
+   * carry it), `''` when it is in no queue (its first join, or woken with its entry taken out), `'?'`
+   * when it does not know (then the queue is searched).
    */
-  attempt(owner: string, leaseMs: number, mode: QueueMode, heartbeatMs: number, ticket = 0): ScriptCall<AcquireReply> {
-    return this.#attempt(owner, leaseMs, mode, heartbeatMs, ticket, 0);
+  attempt(owner: string, leaseMs: number, mode: QueueMode, heartbeatMs: number, ticket = 0, place = ''): ScriptCall<AcquireReply> {
+    return this.#attempt(owner, leaseMs, mode, heartbeatMs, ticket, place, 0);
   }
 
-  #attempt(owner: string, leaseMs: number, mode: QueueMode, heartbeatMs: number, ticket: number, fence: number): ScriptCall<AcquireReply> {
+  #attempt(owner: string, leaseMs: number, mode: QueueMode, heartbeatMs: number, ticket: number, place: string, fence: number): ScriptCall<AcquireReply> {
     const keys = scriptKeys(this.keys);
     const lock = this.keys.name;
     const grants = this.#grants(owner);
     // The owner is fresh: releasing one hold of it where nothing was granted changes nothing.
     const undoUnanswered = this.release(owner, 1);
-    const proposing = (proposed: number): ScriptCall<AcquireReply> => this.#attempt(owner, leaseMs, mode, heartbeatMs, ticket, proposed);
+    const proposing = (proposed: number): ScriptCall<AcquireReply> => this.#attempt(owner, leaseMs, mode, heartbeatMs, ticket, place, proposed);
     if (mode === 'try') return { script: acquireScript, keys, args: [owner, leaseMs, this.kind, fence, this.clientId], lock, grants, undoUnanswered, proposing };
     const allowance = heartbeatMs * HEARTBEATS_ALLOWED;
-    const args = [owner, leaseMs, this.kind, this.clientId, allowance, mode === 'queue' ? 'tail' : 'head', fence, fence > 0 ? ticket : 0];
+    const args = [owner, leaseMs, this.kind, this.clientId, allowance, mode === 'queue' ? 'tail' : 'head', fence, fence > 0 ? ticket : 0, place];
     return { script: enqueueScript, keys, args, lock, grants, undoUnanswered, proposing, unqueue: this.leave(owner, true) };
   }
 

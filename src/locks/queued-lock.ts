@@ -7,7 +7,7 @@
  */
 import { driftMs, monotonicNow } from '../clock.js';
 import { MAX_MS, type ResolvedAcquireOptions } from '../options.js';
-import type { AcquireReply } from '../scripts/index.js';
+import { unqueueScript, type AcquireReply } from '../scripts/index.js';
 import type { Watch } from '../subscriber.js';
 import type { ScriptCall } from '../topology/topology.js';
 import type { WaitScope } from '../wait-scope.js';
@@ -23,9 +23,10 @@ export interface QueueProtocol {
   readonly waiterChannel: string;
   /**
    * Takes a hold for a fresh `owner` if it may; `try` never queues; `queue` (tail) and `requeue`
-   * (head) join the queue or refresh the owner's heartbeat there. `ticket`: see MutexProtocol.attempt.
+   * (head) join the queue or refresh the owner's heartbeat there. `ticket` and `place` (how the
+   * script finds the waiter's entry): see MutexProtocol.attempt.
    */
-  attempt(owner: string, leaseMs: number, mode: QueueMode, heartbeatMs: number, ticket: number): ScriptCall<AcquireReply>;
+  attempt(owner: string, leaseMs: number, mode: QueueMode, heartbeatMs: number, ticket: number, place: string): ScriptCall<AcquireReply>;
   /** Takes a waiter that gave up out of the queue, passing on a turn it was given. Idempotent. */
   leave(owner: string): ScriptCall<boolean>;
 }
@@ -74,6 +75,10 @@ export abstract class QueuedLock extends Lock {
     const gaveUp = { aborted: false };
     // When this wait began, on this client's clock: Redlock's masters order their queues by it.
     const ticket = Date.now();
+    // Where this waiter's entry is in the queue, for the scripts to find it without an index: the
+    // entry the last call returned; '' while it is in no queue; '?' when a topology of several
+    // servers answered (each master's entry differs: they search).
+    let place = '';
     const abandon = (late: AcquireReply): void => {
       if (late.status === 'acquired') this.giveBack(owner, late.holdCount);
     };
@@ -93,10 +98,13 @@ export abstract class QueuedLock extends Lock {
         const alive = liveness.ensure();
         if (alive !== undefined) await scope.race(alive);
         const sentAt = monotonicNow();
-        const reply: AcquireReply = await scope.race(topology.send(this.protocol.attempt(owner, options.leaseMs, mode, heartbeatMs, ticket), gaveUp), abandon);
+        const reply: AcquireReply = await scope.race(topology.send(this.protocol.attempt(owner, options.leaseMs, mode, heartbeatMs, ticket, place), gaveUp), abandon);
         if (reply.status === 'acquired') return { ...reply, sentAt };
         if (reply.status === 'over-limit') throw this.overLimit(reply.limit);
-        if (reply.status === 'busy') scope.foundHeld();
+        if (reply.status === 'busy') {
+          scope.foundHeld();
+          if (mode !== 'try') place = reply.place ?? '?';
+        }
         if (scope.waitMs === 0 || reply.status === 'not-held') throw scope.timeout();
         // reapDeadHolders: a queued waiter checks whether its holder is dead (at most once a heartbeat per lock).
         if (reaper !== undefined && mode !== 'try' && reply.holder !== undefined) reaper.check(this.keys, reply.holder, heartbeatMs);
@@ -110,10 +118,15 @@ export abstract class QueuedLock extends Lock {
         const message: string | null | undefined = watch?.take(owner) ?? (await watch?.sleep(Math.min(heartbeatMs, fallback, scope.remainingMs, MAX_MS), scope.stop, owner));
         if (message !== undefined && message !== null) {
           const grant = this.grantFrom(message, sentAt);
-          if (grant !== null) return grant;
+          if (grant !== null) {
+            // Handed the turn for another entry than its latest: its first join was resent, and the latest is still queued.
+            if (isPlace(place) && !takenOut(message, place)) this.#unqueue(owner, place);
+            return grant;
+          }
         }
         // Woken but beaten to the lock: back to the head of the queue, not the tail.
         mode = message === undefined || message === null ? 'queue' : 'requeue';
+        if (mode === 'requeue' && takenOut(message ?? '', place)) place = '';
         scope.check();
       }
     } catch (error) {
@@ -128,11 +141,34 @@ export abstract class QueuedLock extends Lock {
     }
   }
 
+  /** Takes this waiter's entry at `place` out of the queue, and nothing more. Idempotent; never throws. */
+  #unqueue(owner: string, place: string): void {
+    const call: ScriptCall<number> = { script: unqueueScript, keys: [this.keys.queue], args: [owner, place], lock: this.name };
+    this.shared.runtime.track(this.shared.topology.run(call).catch(() => undefined));
+  }
+
   /** Leaves the queue, passing on a lock or wake-up given meanwhile. Idempotent; never throws. */
   #leave(owner: string): void {
     const leave = this.shared.topology.run(this.protocol.leave(owner));
     this.shared.runtime.track(leave.catch(() => undefined));
   }
+}
+
+/** Whether `place` is an entry as a script wrote it (not `''`, in no queue, nor `'?'`, not known). */
+export function isPlace(place: string): boolean {
+  return place !== '' && place !== '?';
+}
+
+/**
+ * Whether the release that sent `message` took out the entry at `place`, this waiter's latest: a
+ * wake-up (`"<owner> wake <expiry>"`) or a handoff (`"<owner> <fence> <pttl> <expiry>"`) names the
+ * expiry of the entry it took out. Then the waiter is in no queue now, and its next call need not
+ * look for it; otherwise an entry it wrote later may still be queued.
+ */
+export function takenOut(message: string, place: string): boolean {
+  const parts = message.split(' ');
+  const expiry = parts[1] === 'wake' ? parts[2] : parts[3];
+  return expiry !== undefined && /^\d+$/.test(expiry) && isPlace(place) && place.endsWith(`|${expiry}`);
 }
 
 /**

@@ -51,7 +51,6 @@ export function readWriteKeys(side: ReadWriteSide): (prefix: string, name: strin
       leases,
       lock: side === 'write' ? state : leases,
       queue: `${base}:rwqueue`,
-      waiters: `${base}:rwwaiters`,
       released: `${base}:rwreleased`,
     };
   };
@@ -84,7 +83,7 @@ export class ReadWriteProtocol {
     /** Whether the lock's channels are sharded (SPUBLISH/SSUBSCRIBE: a Cluster) or classic. */
     readonly sharded: boolean,
   ) {
-    this.#all = [keys.state, keys.leases, keys.queue, keys.waiters];
+    this.#all = [keys.state, keys.leases, keys.queue];
   }
 
   get #publish(): 'SPUBLISH' | 'PUBLISH' {
@@ -97,23 +96,23 @@ export class ReadWriteProtocol {
   }
 
   /** Takes this side for a fresh `owner` if the lock allows it; `queue`/`requeue` join the queue (tail/head) or refresh the owner's place there. */
-  attempt(owner: string, leaseMs: number, mode: QueueMode, heartbeatMs: number): ScriptCall<AcquireReply> {
+  attempt(owner: string, leaseMs: number, mode: QueueMode, heartbeatMs: number, _ticket = 0, place = ''): ScriptCall<AcquireReply> {
     const where = mode === 'try' ? 'try' : mode === 'queue' ? 'tail' : 'head';
-    return this.#acquire(owner, leaseMs, where, heartbeatMs * HEARTBEATS_ALLOWED, '');
+    return this.#acquire(owner, leaseMs, where, heartbeatMs * HEARTBEATS_ALLOWED, '', place);
   }
 
   /** A read hold for a fresh `owner` whose async context holds the write lock as `writer`: granted whatever is queued, while `writer` holds it. */
   downgrade(owner: string, writer: string, leaseMs: number): ScriptCall<AcquireReply> {
-    return this.#acquire(owner, leaseMs, 'try', 0, writer);
+    return this.#acquire(owner, leaseMs, 'try', 0, writer, '');
   }
 
-  #acquire(owner: string, leaseMs: number, where: string, allowanceMs: number, writer: string): ScriptCall<AcquireReply> {
+  #acquire(owner: string, leaseMs: number, where: string, allowanceMs: number, writer: string, place: string): ScriptCall<AcquireReply> {
     // The owner is fresh: releasing one hold of it where nothing was granted changes nothing.
     const undo = this.release(owner, 1);
     return {
       script: readWriteAcquireScript,
       keys: this.#all,
-      args: [this.keys.side, owner, leaseMs, where, this.clientId, allowanceMs, writer, this.keys.released, this.#publish],
+      args: [this.keys.side, owner, leaseMs, where, this.clientId, allowanceMs, writer, this.keys.released, this.#publish, place],
       lock: this.keys.name,
       grants: (reply) => (reply.status === 'acquired' ? { undo } : undefined),
       undoUnanswered: undo,

@@ -30,7 +30,7 @@ export class SemaphorePermits extends QueuedLock {
     super(shared, name, semaphoreKeys);
     this.protocol = {
       waiterChannel: semaphore.waiterChannel,
-      attempt: (owner, leaseMs, mode, heartbeatMs) => semaphore.attempt(owner, permits, leaseMs, mode, heartbeatMs),
+      attempt: (owner, leaseMs, mode, heartbeatMs, _ticket, place) => semaphore.attempt(owner, permits, leaseMs, mode, heartbeatMs, place),
       leave: (owner) => semaphore.leave(owner),
     };
   }

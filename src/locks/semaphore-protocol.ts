@@ -32,14 +32,13 @@ export function semaphoreKeys(prefix: string, name: string): LockKeys {
     name,
     lock: `${base}:semaphore`,
     queue: `${base}:semaphore-queue`,
-    waiters: `${base}:semaphore-waiters`,
     released: `${base}:semaphore-released`,
   };
 }
 
-/** The five keys the semaphore's scripts take, in their `KEYS` order: meta, holders, leases, queue, waiters. */
+/** The four keys the semaphore's scripts take, in their `KEYS` order: meta, holders, leases, queue. */
 export function semaphoreScriptKeys(keys: LockKeys): string[] {
-  return [keys.lock, `${keys.lock}-holders`, `${keys.lock}-leases`, keys.queue, keys.waiters];
+  return [keys.lock, `${keys.lock}-holders`, `${keys.lock}-leases`, keys.queue];
 }
 
 export class SemaphoreProtocol {
@@ -64,11 +63,12 @@ export class SemaphoreProtocol {
 
   /**
    * Takes `permits` for a fresh `owner` if they are free and nobody live waits ahead; `try` never
-   * queues, `queue` joins at the tail (or refreshes the owner's place: a heartbeat), `requeue` at the head.
+   * queues, `queue` joins at the tail (or refreshes the owner's place: a heartbeat), `requeue` at the
+   * head. `place`: the waiter's entry as its last call returned it (see MutexProtocol.attempt).
    */
-  attempt(owner: string, permits: number, leaseMs: number, mode: QueueMode, heartbeatMs: number): ScriptCall<AcquireReply> {
+  attempt(owner: string, permits: number, leaseMs: number, mode: QueueMode, heartbeatMs: number, place = ''): ScriptCall<AcquireReply> {
     const where = mode === 'try' ? 'try' : mode === 'queue' ? 'tail' : 'head';
-    const args = [owner, leaseMs, permits, this.defaultLimit, this.clientId, where, heartbeatMs * HEARTBEATS_ALLOWED, this.keys.released, this.#publish];
+    const args = [owner, leaseMs, permits, this.defaultLimit, this.clientId, where, heartbeatMs * HEARTBEATS_ALLOWED, this.keys.released, this.#publish, place];
     // The owner is fresh: releasing one hold of it where nothing was granted changes nothing.
     const undo = this.release(owner, 1);
     return { script: semaphoreAcquireScript, keys: semaphoreScriptKeys(this.keys), args, lock: this.keys.name, grants: this.#grants(owner), undoUnanswered: undo };
@@ -111,8 +111,7 @@ export class SemaphoreProtocol {
 
   /** Reads the limit and the permits held, on the server's clock. */
   inspect(): ScriptCall<SemaphoreInspectReply> {
-    const keys = semaphoreScriptKeys(this.keys).slice(0, 4);
-    return { script: semaphoreInspectScript, keys, args: [this.defaultLimit], lock: this.keys.name };
+    return { script: semaphoreInspectScript, keys: semaphoreScriptKeys(this.keys), args: [this.defaultLimit], lock: this.keys.name };
   }
 
   /** Reads the limit, each live holder, the first `waiters` queued waiters and the keys' TTLs (the CLI's `inspect`). */

@@ -1,31 +1,34 @@
 -- Gives a free lock's turn to the first live waiter of the queue, skipping (and forgetting) waiters
--- whose heartbeat ran out; that waiter leaves the queue. `state` is the lock's (nil: no key).
+-- whose heartbeat ran out, and any entry of the owner who just freed it (left by a heartbeat that
+-- crossed its wake-up); that waiter leaves the queue. `state` is the lock's (nil: no key).
 -- A fair waiter is handed the lock: next fence, first lease capped at its heartbeat allowance (so
 -- a waiter that died just before its turn blocks the queue no longer than that; the live one
--- lengthens it within a third of it), its client recorded as the holder's, and "owner fence pttl"
--- published on its client's channel; returns true.
--- A mutex waiter is only woken ("owner wake"): the lock stays free, anyone may take it (the woken
--- waiter, beaten to it, rejoins at the head with enqueue.lua's 'head'); false. So is no waiter.
+-- lengthens it within a third of it), its client recorded as the holder's, and "owner fence pttl
+-- expiry" published on its client's channel (expiry: its entry's, as in a wake-up); returns true.
+-- A mutex waiter is only woken ("owner wake expiry", the expiry of the entry taken out: the waiter
+-- that finds it is its latest knows it is in no queue now): the lock stays free, anyone may take it
+-- (the woken waiter, beaten to it, rejoins at the head with enqueue.lua's 'head'); false. So is no
+-- waiter.
 -- `publish` is 'SPUBLISH' on a Cluster (the message stays on the slot's shard), else 'PUBLISH'.
-local function hand_off(lock, state, queue, waiters, channel, publish)
+local function hand_off(lock, state, queue, channel, publish)
   local now
+  local freed_by = state and state.owner or ''
   while true do
     local head = redis.call('LPOP', queue)
     if not head then
       return false
     end
     local waiter = parse_entry(head)
-    redis.call('HDEL', waiters, waiter.owner)
     now = now or server_now()
-    if waiter.expiry >= now then
+    if waiter.expiry >= now and waiter.owner ~= freed_by then
       if waiter.kind ~= 'fair' then
-        redis.call(publish, channel .. ':' .. waiter.client, waiter.owner .. ' wake')
+        redis.call(publish, channel .. ':' .. waiter.client, waiter.owner .. ' wake ' .. waiter.expiry)
         return false
       end
       local fence = next_fence(state, nil)
       local pttl = math.min(waiter.lease, waiter.allowance)
       write_lock(lock, {fence = fence, owner = waiter.owner, count = 1, clients = waiter.client, log = state and state.log or ' '}, pttl)
-      redis.call(publish, channel .. ':' .. waiter.client, waiter.owner .. ' ' .. fence .. ' ' .. pttl)
+      redis.call(publish, channel .. ':' .. waiter.client, waiter.owner .. ' ' .. fence .. ' ' .. pttl .. ' ' .. waiter.expiry)
       return true
     end
   end
@@ -33,8 +36,8 @@ end
 
 -- Frees a lock whose last hold is gone: hands it to, or wakes, the queue's first live waiter;
 -- unless handed over, leaves the tombstone (fence and request log kept).
-local function free_lock(lock, state, queue, waiters, channel, publish)
-  if not hand_off(lock, state, queue, waiters, channel, publish) then
+local function free_lock(lock, state, queue, channel, publish)
+  if not hand_off(lock, state, queue, channel, publish) then
     tombstone(lock, state)
   end
 end

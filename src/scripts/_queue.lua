@@ -1,21 +1,58 @@
--- The queue of a lock's waiters: a list of entries, oldest first, and a hash owner → its entry (to
--- find it: idempotent joins, heartbeats, leaving). An entry is
+-- The queue of a lock's waiters: one list of entries, oldest first. An entry is
 -- "owner|clientId|leaseMs|allowanceMs|kind|since|expiry" (since, expiry: ms on the server's clock,
 -- or since on the waiter's clock when it brings a ticket; kind: the waiter's kind, 'mutex' or 'fair'
 -- in a mutex's queue, 'read' or 'write' in a read/write lock's, the permits asked in a semaphore's);
--- a heartbeat rewrites its expiry in place.
+-- a heartbeat rewrites its expiry in place. Nothing else indexes the list: a waiter finds its entry
+-- by the text the script that wrote it returned (its "place"), which it sends back with its next
+-- call; '' says it is in no queue (a first join, or its entry was taken out when it was woken), and
+-- '?' that it does not know (a topology of several servers, where each master's entry differs, or
+-- a call abandoned in flight): then the list is searched.
 
 local function parse_entry(entry)
   local owner, client, lease, allowance, kind, since, expiry = string.match(entry, '^([^|]*)|([^|]*)|(%d+)|(%d+)|(%w+)|(%d+)|(%d+)$')
   return {owner = owner, client = client, lease = tonumber(lease), allowance = tonumber(allowance), kind = kind, since = since, expiry = tonumber(expiry)}
 end
 
--- Takes `owner` out of the queue, if it is in it.
-local function drop_waiter(queue, waiters, owner)
-  local entry = redis.call('HGET', waiters, owner)
+-- Where `owner`'s entry is in the queue, by its place (see above; not ''): its index from 0 and its
+-- text, or nil when it is not there.
+local function find_waiter(queue, owner, place)
+  if place ~= '?' then
+    local at = redis.call('LPOS', queue, place)
+    if at then
+      return at, place
+    end
+    return nil
+  end
+  local prefix = owner .. '|'
+  for at, entry in ipairs(redis.call('LRANGE', queue, 0, -1)) do
+    if string.sub(entry, 1, #prefix) == prefix then
+      return at - 1, entry
+    end
+  end
+  return nil
+end
+
+-- Takes `owner` out of the queue, if it is in it (`place`: see above).
+local function drop_waiter(queue, owner, place)
+  if place == '' then
+    return
+  end
+  if place ~= '?' then
+    redis.call('LREM', queue, 1, place)
+    return
+  end
+  local _, entry = find_waiter(queue, owner, place)
   if entry then
     redis.call('LREM', queue, 1, entry)
-    redis.call('HDEL', waiters, owner)
+  end
+end
+
+-- For an owner found holding what it asks for (a resend, or a waiter claiming a turn it was given):
+-- the entry its place names, if it is still queued, goes (it can only be an extra one: its first
+-- join resent after a reconnect). A place not written out ('' or '?') is left alone.
+local function drop_holder_entry(queue, place)
+  if place and place ~= '' and place ~= '?' then
+    redis.call('LREM', queue, 1, place)
   end
 end
 
@@ -45,36 +82,31 @@ end
 
 -- Queues `owner` with the entry "owner<fields>since|expiry" (`fields`: "|client|lease|allowance|kind|"),
 -- `join(entry)` putting it where the caller's order wants it (and returning the list's length); or,
--- when it is queued already (a heartbeat, or a resent call), gives its entry the new expiry in place,
--- keeping its `since`. The queue's keys outlive their last live waiter by one to three allowances:
--- set when the list is made, lengthened whenever they would end sooner than two. Never shortened: a
--- waiter with a short allowance must not cut short the entries of waiters with longer ones, nor may
--- a list kept for short allowances drop a newcomer's entry before its first heartbeat.
--- Returns true when another waiter is surely ahead of `owner` in the queue (false: it is the head,
--- or its place is not known without another command).
-local function queue_waiter(queue, waiters, owner, fields, since, now, allowance, join)
-  local entry = owner .. fields .. since .. '|' .. (now + allowance)
-  local length
-  local ahead = false
-  if redis.call('HSETNX', waiters, owner, entry) == 1 then
-    length, ahead = join(entry)
-  else
-    local old = redis.call('HGET', waiters, owner)
+-- when it is queued already (a heartbeat: `place` finds it), gives its entry the new expiry in
+-- place, keeping its `since`. The queue outlives its last live waiter by one to three allowances:
+-- its expiry is set when the list is made, lengthened whenever it would end sooner than two. Never
+-- shortened: a waiter with a short allowance must not cut short the entries of waiters with longer
+-- ones, nor may a list kept for short allowances drop a newcomer's entry before its first heartbeat.
+-- Returns whether another waiter is surely ahead of `owner` in the queue (false: it is the head,
+-- or its place is not known without another command), and its entry (its place from now on).
+local function queue_waiter(queue, owner, fields, since, now, allowance, join, place)
+  local at, old
+  if place ~= '' then
+    at, old = find_waiter(queue, owner, place)
+  end
+  local entry, length, ahead
+  if at then
     entry = owner .. fields .. parse_entry(old).since .. '|' .. (now + allowance)
-    local at = redis.call('LPOS', queue, old)
-    if at then
-      redis.call('LSET', queue, at, entry)
-      ahead = at > 0
-    else
-      ahead = redis.call('RPUSH', queue, entry) > 1
-    end
-    redis.call('HSET', waiters, owner, entry)
+    redis.call('LSET', queue, at, entry)
+    ahead = at > 0
+  else
+    entry = owner .. fields .. since .. '|' .. (now + allowance)
+    length, ahead = join(entry)
   end
   if length == 1 or redis.call('PTTL', queue) < allowance * 2 then
     redis.call('PEXPIRE', queue, allowance * 3)
-    redis.call('PEXPIRE', waiters, allowance * 3)
   end
-  return ahead
+  return ahead, entry
 end
 
 -- A `join` for queue_waiter: a new entry goes to the head ('head': a waiter that keeps its turn) or

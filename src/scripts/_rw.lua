@@ -78,9 +78,10 @@ end
 -- Admits queued waiters the lock now allows, in queue order, dropping dead ones (heartbeat run
 -- out) on the way: a writer at the head when nobody holds; else every reader at the head up to the
 -- first writer, when no writer holds. Each is handed its hold (first lease capped at its heartbeat
--- allowance, as the fair mutex) and told "<owner> <fence> <pttl>" on its client's channel, except
+-- allowance, as the fair mutex) and told "<owner> <fence> <pttl> <expiry>" (its entry's, as the
+-- fair mutex's handoff) on its client's channel, except
 -- `self` (the caller, which learns from the reply). Returns whether anyone was admitted.
-local function rw_admit(state, leases, queue, waiters, now, channel, publish, self)
+local function rw_admit(state, leases, queue, now, channel, publish, self)
   local admitted = false
   while true do
     local head = redis.call('LINDEX', queue, 0)
@@ -98,12 +99,11 @@ local function rw_admit(state, leases, queue, waiters, now, channel, publish, se
       end
     end
     redis.call('LPOP', queue)
-    redis.call('HDEL', waiters, waiter.owner)
     if waiter.expiry >= now then
       local pttl = math.min(waiter.lease, waiter.allowance)
       local fence = rw_grant(state, leases, waiter.kind, waiter.owner, pttl, now)
       if waiter.owner ~= self then
-        redis.call(publish, channel .. ':' .. waiter.client, waiter.owner .. ' ' .. fence .. ' ' .. pttl)
+        redis.call(publish, channel .. ':' .. waiter.client, waiter.owner .. ' ' .. fence .. ' ' .. pttl .. ' ' .. waiter.expiry)
       end
       admitted = true
       if waiter.kind == 'write' then

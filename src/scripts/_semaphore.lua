@@ -9,7 +9,7 @@
 --            that no script reads every holder; absent when 0
 --   leases   sorted set: owner → its lease's expiry, ms on the server's clock
 --   queue    list of waiters, oldest first: "owner|clientId|leaseMs|allowanceMs|permits|since|expiry"
---   waiters  hash: owner → its entry in the queue
+--            (_queue.lua)
 -- The leases set is the truth: a holder counts while its expiry is in the future; every script first
 -- prunes the leases that ran out (their holders died), so their permits return by themselves.
 -- holders and leases live as long as their longest lease; meta SEMAPHORE_RETENTION_MS longer (the
@@ -55,10 +55,10 @@ local function add_permits_used(s, delta)
   s.used = used
 end
 
--- Opens the semaphore of `keys` (KEYS[1..5]): reads the clock and the limit, prunes the leases that
+-- Opens the semaphore of `keys` (KEYS[1..4]): reads the clock and the limit, prunes the leases that
 -- ran out, and counts the permits the live holders hold. `publish`: 'SPUBLISH' on a Cluster.
 local function open_semaphore(keys, default_limit, channel, publish)
-  local s = {meta = keys[1], holders = keys[2], leases = keys[3], queue = keys[4], waiters = keys[5], channel = channel, publish = publish_command(publish)}
+  local s = {meta = keys[1], holders = keys[2], leases = keys[3], queue = keys[4], channel = channel, publish = publish_command(publish)}
   s.now = server_now()
   s.limit = tonumber(redis.call('HGET', s.meta, 'limit')) or default_limit
   s.used = tonumber(redis.call('HGET', s.holders, PERMITS_USED)) or 0
@@ -123,9 +123,9 @@ end
 
 -- Admits the queue's head waiters while they fit, in order (a head that does not fit stops the
 -- queue: nobody behind it overtakes it). Each is handed its permits here (first lease capped at its
--- heartbeat allowance, as the fair mutex's handoff) and told "owner fence pttl" on its client's
--- channel. Dead waiters are dropped; a waiter asking more than the limit is dropped and woken
--- ("owner wake": its next attempt is refused). Stops at `self` when it fits, without granting it
+-- heartbeat allowance, as the fair mutex's handoff) and told "owner fence pttl expiry" on its
+-- client's channel (expiry: its entry's, as the fair mutex's). Dead waiters are dropped; a waiter
+-- asking more than the limit is dropped and woken ("owner wake expiry": its next attempt is refused). Stops at `self` when it fits, without granting it
 -- (the caller does): returns true then, else false.
 local function admit_permit_waiters(s, self)
   while true do
@@ -136,9 +136,8 @@ local function admit_permit_waiters(s, self)
     local w = parse_permit_waiter(head)
     if w.expiry < s.now or w.permits > s.limit then
       redis.call('LPOP', s.queue)
-      redis.call('HDEL', s.waiters, w.owner)
       if w.expiry >= s.now and w.owner ~= self then
-        redis.call(s.publish, s.channel .. ':' .. w.client, w.owner .. ' wake')
+        redis.call(s.publish, s.channel .. ':' .. w.client, w.owner .. ' wake ' .. w.expiry)
       end
     elseif w.permits > s.limit - s.used then
       return false
@@ -146,10 +145,9 @@ local function admit_permit_waiters(s, self)
       return true
     else
       redis.call('LPOP', s.queue)
-      redis.call('HDEL', s.waiters, w.owner)
       local pttl = math.min(w.lease, w.allowance)
       local fence = new_permit_hold(s, w.owner, w.permits, w.client, pttl)
-      redis.call(s.publish, s.channel .. ':' .. w.client, w.owner .. ' ' .. fence .. ' ' .. pttl)
+      redis.call(s.publish, s.channel .. ':' .. w.client, w.owner .. ' ' .. fence .. ' ' .. pttl .. ' ' .. w.expiry)
     end
   end
 end

@@ -8,11 +8,13 @@
 -- connections, so every server sees them in the same order and they cannot split a vote); a
 -- 'mutex' owner takes a free lock whoever is queued (barging). A fresh hold gets the next fence
 -- (`proposed`: see next_fence) and exactly its lease, and records its client; the owner leaves the
--- queue if it was in it (`queued`: whether it may be; a first try never is, and is spared the look).
-local function take(lock, queue, waiters, owner, lease, kind, proposed, client, queued)
+-- queue if it was in it (`place`: its place there, see _queue.lua; nil for a first try, which is in
+-- no queue and is spared the look).
+local function take(lock, queue, owner, lease, kind, proposed, client, place)
   local state = read_lock(lock)
   if state and state.count > 0 then
     if state.owner == owner then
+      drop_holder_entry(queue, place)
       return {1, tonumber(state.fence), state.count, lengthen(lock, lease)}
     end
     return nil, state
@@ -25,7 +27,13 @@ local function take(lock, queue, waiters, owner, lease, kind, proposed, client, 
         break
       end
       local waiter = parse_entry(head)
-      if waiter.owner == owner or (kind == 'polite' and waiter.client == client) then
+      if waiter.owner == owner then
+        -- Its own entry, at the head: taken out here, with no search.
+        redis.call('LPOP', queue)
+        place = nil
+        break
+      end
+      if kind == 'polite' and waiter.client == client then
         break
       end
       now = now or server_now()
@@ -33,11 +41,10 @@ local function take(lock, queue, waiters, owner, lease, kind, proposed, client, 
         return nil, state
       end
       redis.call('LPOP', queue)
-      redis.call('HDEL', waiters, waiter.owner)
     end
   end
-  if queued then
-    drop_waiter(queue, waiters, owner)
+  if place then
+    drop_waiter(queue, owner, place)
   end
   local fence = next_fence(state, proposed)
   write_lock(lock, {fence = fence, owner = owner, count = 1, clients = client, log = state and state.log or ' '}, lease)
@@ -50,14 +57,16 @@ end
 -- free with a live waiter ahead), so that a waiter can check the holder's liveness (reap.lua).
 -- `behind`: another waiter is queued ahead of this one, and pttl is 0 (not asked): the holder's
 -- lease ending frees the lock for the waiter ahead, not for this one, which is woken or handed the
--- lock by a release, or looks again at its next heartbeat.
-local function busy(lock, state, behind)
+-- lock by a release, or looks again at its next heartbeat. `entry`: the waiter's entry in the queue
+-- (its place, see _queue.lua), appended when it was queued.
+local function busy(lock, state, behind, entry)
   local pttl = 0
   if not behind then
     pttl = redis.call('PTTL', lock)
   end
+  local reply = {0, pttl, '', '', entry}
   if state and state.count > 0 then
-    return {0, pttl, state.owner, state.clients}
+    reply[3], reply[4] = state.owner, state.clients
   end
-  return {0, pttl, '', ''}
+  return reply
 end

@@ -2,7 +2,7 @@
   As acquire.lua, but an owner that must wait joins the queue, or refreshes its place there (a
   heartbeat): the same call that finds the lock held queues its waiter, so no release can slip
   between the two.
-  KEYS[1] lock   KEYS[2] queue list   KEYS[3] waiters hash
+  KEYS[1] lock   KEYS[2] queue list
   ARGV[1] owner token  ARGV[2] lease ms  ARGV[3] kind: 'mutex' or 'fair'
   ARGV[4] client id (its channel gets the wake-up or handoff; recorded as the holder's when granted)
   ARGV[5] heartbeat allowance ms (the caller's heartbeat interval × 3: a queued waiter not heard
@@ -17,17 +17,21 @@
           waiter is not another client's ('polite', _take.lua): on several masters a newcomer that
           takes the lock another client's woken waiter is taking splits their votes, and both must
           give back and try again
+  ARGV[9] the waiter's place in the queue: its entry as its last call returned it; '' when it is in
+          no queue (its first join; or woken, its entry taken out); '?' when it does not know (see
+          _queue.lua)
   Returns {1, fence, holdCount, pttl} when ARGV[1] holds the lock now (a fair waiter handed the
   lock claims it here, lengthened to its lease); {0, pttl, holder, clients} when it waits (queued;
-  as in acquire.lua, but pttl 0 when another waiter is queued ahead: see busy() in _take.lua).
+  as in acquire.lua, but pttl 0 when another waiter is queued ahead: see busy() in _take.lua; and
+  a fifth value, the waiter's entry: its place for its next call).
 ]]
-local lock, queue, waiters, owner = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
+local lock, queue, owner, place = KEYS[1], KEYS[2], ARGV[1], ARGV[9]
 local ticket = tonumber(ARGV[8]) or 0
 local rule = ARGV[3]
 if ticket > 0 and ARGV[6] ~= 'head' and rule == 'mutex' then
   rule = 'polite'
 end
-local taken, state = take(lock, queue, waiters, owner, tonumber(ARGV[2]), rule, tonumber(ARGV[7]), ARGV[4], true)
+local taken, state = take(lock, queue, owner, tonumber(ARGV[2]), rule, tonumber(ARGV[7]), ARGV[4], place)
 if taken then
   return taken
 end
@@ -39,5 +43,5 @@ if ticket > 0 then
   end
 end
 local now = server_now()
-local behind = queue_waiter(queue, waiters, owner, fields, ticket > 0 and string.format('%.0f', ticket) or now, now, tonumber(ARGV[5]), join)
-return busy(lock, state, behind)
+local behind, entry = queue_waiter(queue, owner, fields, ticket > 0 and string.format('%.0f', ticket) or now, now, tonumber(ARGV[5]), join, place)
+return busy(lock, state, behind, entry)

@@ -6,7 +6,8 @@ import type { Holder } from '../keys.js';
 /** Outcome of an acquire attempt. */
 export type AcquireReply =
   | { readonly status: 'acquired'; readonly fence: number; readonly holdCount: number; readonly pttl: number }
-  | { readonly status: 'busy'; readonly pttl: number; readonly holder?: HolderReply | undefined }
+  /** `place`: the waiter's entry in the queue, when the call queued it (see MutexProtocol.attempt). */
+  | { readonly status: 'busy'; readonly pttl: number; readonly holder?: HolderReply | undefined; readonly place?: string | undefined }
   | { readonly status: 'not-held' }
   /** A semaphore attempt asking more permits than the limit: it could never be granted. */
   | { readonly status: 'over-limit'; readonly limit: number };
@@ -44,9 +45,8 @@ export interface QueueReply {
   readonly now: number;
   /** The last fence handed out, held or not (the lock key's, a tombstone's included); 0 when the key is absent. */
   readonly lastFence: number;
-  /** PTTL of the queue list and the waiters hash (-2: absent; -1: no expiry). */
+  /** PTTL of the queue list (-2: absent; -1: no expiry). */
   readonly queuePttl: number;
-  readonly waitersPttl: number;
   /** Entries in the queue list, live or not. */
   readonly length: number;
   /** The first waiters of the queue, as many as were asked for, in queue order. */
@@ -84,16 +84,17 @@ function at(values: readonly number[], index: number, script: string): number {
 }
 
 /**
- * Reads `{1, fence, holdCount, pttl}` / `{0, pttl, holder, clients}` / `{-1}`: the reply of
- * acquire.lua, enqueue.lua and reenter.lua.
+ * Reads `{1, fence, holdCount, pttl}` / `{0, pttl, holder, clients[, place]}` / `{-1}`: the reply
+ * of acquire.lua, enqueue.lua and reenter.lua, and of the other kinds' attempts.
  */
 function acquireReply(script: string) {
   return (reply: unknown): AcquireReply => {
     if (!Array.isArray(reply)) fail(script, reply);
     if (reply[0] === 0) {
-      const [, pttl, owner, clients] = reply as unknown[];
-      if (reply.length !== 4 || !Number.isInteger(pttl) || typeof owner !== 'string' || typeof clients !== 'string') fail(script, reply);
-      return { status: 'busy', pttl: pttl as number, holder: owner === '' ? undefined : { owner, clients } };
+      const [, pttl, owner, clients, place] = reply as unknown[];
+      if ((reply.length !== 4 && reply.length !== 5) || !Number.isInteger(pttl) || typeof owner !== 'string' || typeof clients !== 'string') fail(script, reply);
+      if (place !== undefined && typeof place !== 'string') fail(script, reply);
+      return { status: 'busy', pttl: pttl as number, holder: owner === '' ? undefined : { owner, clients }, place };
     }
     const r = integers(script, reply);
     switch (r[0]) {
@@ -133,7 +134,7 @@ export const forceReleaseScript = defineScript('force-release.lua', luaSources.f
 
 /** Read a lock's state; see inspect.lua. */
 export const inspectScript = defineScript('inspect.lua', luaSources.inspect, (reply): InspectReply => {
-  if (!Array.isArray(reply) || (reply.length !== 3 && reply.length !== 9)) fail('inspect.lua', reply);
+  if (!Array.isArray(reply) || (reply.length !== 3 && reply.length !== 8)) fail('inspect.lua', reply);
   const [fence, pttl, hold, ...queue] = reply as unknown[];
   if (!Number.isInteger(fence) || !Number.isInteger(pttl) || !Array.isArray(hold)) fail('inspect.lua', reply);
   const holders = new Map<string, number>();
@@ -148,13 +149,13 @@ export const inspectScript = defineScript('inspect.lua', luaSources.inspect, (re
   return queue.length === 0 ? state : { ...state, queue: queueReply(queue, reply) };
 });
 
-/** The queue part of inspect.lua's reply: five integers, then seven values per waiter. */
+/** The queue part of inspect.lua's reply: four integers, then seven values per waiter. */
 function queueReply(values: readonly unknown[], reply: unknown): QueueReply {
-  const [now, lastFence, length, queuePttl, waitersPttl, described] = values;
-  const numbers = [now, lastFence, length, queuePttl, waitersPttl];
+  const [now, lastFence, length, queuePttl, described] = values;
+  const numbers = [now, lastFence, length, queuePttl];
   if (!numbers.every((v): v is number => Number.isInteger(v))) fail('inspect.lua', reply);
   const waiters = queuedWaiters('inspect.lua', described, reply);
-  return { now: now as number, lastFence: lastFence as number, length: length as number, queuePttl: queuePttl as number, waitersPttl: waitersPttl as number, waiters };
+  return { now: now as number, lastFence: lastFence as number, length: length as number, queuePttl: queuePttl as number, waiters };
 }
 
 /** Seven values per queued waiter, as inspect.lua and rw-inspect.lua describe them: `{owner, expiry, leaseMs, allowanceMs, kind, clientId, since}`. */
@@ -174,6 +175,12 @@ function queuedWaiters(script: string, described: unknown, reply: unknown): Queu
 export const leaveScript = defineScript('leave.lua', luaSources.leave, (reply): boolean => {
   if (reply !== 0 && reply !== 1) fail('leave.lua', reply);
   return reply === 1;
+});
+
+/** Take an owner's entry out of a queue (any kind's), and nothing more; see unqueue.lua. */
+export const unqueueScript = defineScript('unqueue.lua', luaSources.unqueue, (reply): number => {
+  if (reply !== 1) fail('unqueue.lua', reply);
+  return reply;
 });
 
 /** Redlock: raise a fresh hold's fence to the greatest a majority gave; see raise-fence.lua. 1 when the owner holds it there. */
@@ -222,7 +229,6 @@ export interface ReadWriteDetailReply {
   readonly statePttl: number;
   readonly leasesPttl: number;
   readonly queuePttl: number;
-  readonly waitersPttl: number;
   /** Entries in the queue list, live or not. */
   readonly length: number;
   /** The live holds (lease not run out), in expiry order. */
@@ -274,12 +280,12 @@ export const readWriteForceReleaseScript = defineScript('rw-force-release.lua', 
 /** Read/write lock: read its state (given the queue's keys, in detail); see rw-inspect.lua. */
 export const readWriteInspectScript = defineScript('rw-inspect.lua', luaSources.rwInspect, (reply): ReadWriteInspectReply => {
   const script = 'rw-inspect.lua';
-  if (!Array.isArray(reply) || (reply.length !== 3 && reply.length !== 11)) fail(script, reply);
-  const r = integers(script, reply.slice(0, reply.length === 3 ? 3 : 9));
+  if (!Array.isArray(reply) || (reply.length !== 3 && reply.length !== 10)) fail(script, reply);
+  const r = integers(script, reply.slice(0, reply.length === 3 ? 3 : 8));
   const state = { writer: at(r, 0, script) === 1, readers: at(r, 1, script), fence: at(r, 2, script) };
   if (reply.length === 3) return state;
-  const [now, statePttl, leasesPttl, queuePttl, waitersPttl, length] = r.slice(3) as [number, number, number, number, number, number];
-  const flat: unknown = reply[9];
+  const [now, statePttl, leasesPttl, queuePttl, length] = r.slice(3) as [number, number, number, number, number];
+  const flat: unknown = reply[8];
   if (!Array.isArray(flat) || flat.length % 3 !== 0) fail(script, reply);
   const holds: ReadWriteHoldReply[] = [];
   for (let i = 0; i < flat.length; i += 3) {
@@ -287,7 +293,7 @@ export const readWriteInspectScript = defineScript('rw-inspect.lua', luaSources.
     if (typeof member !== 'string' || !/^[rw]:/.test(member) || !Number.isInteger(count) || !Number.isInteger(expiry)) fail(script, reply);
     holds.push({ side: member.startsWith('w:') ? 'write' : 'read', owner: member.slice(2), count: count as number, expiry: expiry as number });
   }
-  return { ...state, detail: { now, statePttl, leasesPttl, queuePttl, waitersPttl, length, holds, waiters: queuedWaiters(script, reply[10], reply) } };
+  return { ...state, detail: { now, statePttl, leasesPttl, queuePttl, length, holds, waiters: queuedWaiters(script, reply[9], reply) } };
 });
 
 /** A semaphore's state as semaphore-inspect.lua reads it, on the server's clock. */
@@ -304,11 +310,11 @@ export interface SemaphoreInspectReply {
   readonly earliestPttl: number;
   /** Entries in the queue, live or not. */
   readonly queued: number;
-  /** The holders and queue in detail, when the call passed the waiters hash (the CLI's read). */
+  /** The holders and queue in detail, when the call asked how many waiters to describe (the CLI's read). */
   readonly detail?: SemaphoreDetailReply;
 }
 
-/** A semaphore's holders, queue and keys, as semaphore-inspect.lua reads them given the waiters hash (times in ms on the server's clock). */
+/** A semaphore's holders, queue and keys, as semaphore-inspect.lua reads them in detail (times in ms on the server's clock). */
 export interface SemaphoreDetailReply {
   /** The server's clock when it read them. */
   readonly now: number;
@@ -319,7 +325,6 @@ export interface SemaphoreDetailReply {
   readonly holdersPttl: number;
   readonly leasesPttl: number;
   readonly queuePttl: number;
-  readonly waitersPttl: number;
   /** The live holders (lease not run out), soonest expiry first. */
   readonly holders: readonly SemaphoreHolderReply[];
   /** The first waiters of the queue, as many as were asked for, in queue order (`kind` is `semaphore`, or `''` for an entry padlock cannot read). */
@@ -378,17 +383,17 @@ export const semaphoreSetPermitsScript = defineScript('semaphore-set-permits.lua
   return reply as number;
 });
 
-/** Read a semaphore's state (given the waiters hash, in detail); see semaphore-inspect.lua. */
+/** Read a semaphore's state (given how many waiters to describe, in detail); see semaphore-inspect.lua. */
 export const semaphoreInspectScript = defineScript('semaphore-inspect.lua', luaSources.semaphoreInspect, (reply): SemaphoreInspectReply => {
   const script = 'semaphore-inspect.lua';
-  if (!Array.isArray(reply) || (reply.length !== 6 && reply.length !== 15)) fail(script, reply);
-  const r = integers(script, reply.slice(0, reply.length === 6 ? 6 : 13));
+  if (!Array.isArray(reply) || (reply.length !== 6 && reply.length !== 14)) fail(script, reply);
+  const r = integers(script, reply.slice(0, reply.length === 6 ? 6 : 12));
   const [limit, used, holders, earliestPttl, queued, stored] = r as [number, number, number, number, number, number];
   const state = { limit, used, holders, earliestPttl, queued, stored: stored === 1 };
   if (reply.length === 6) return state;
-  const [now, lastFence, metaPttl, holdersPttl, leasesPttl, queuePttl, waitersPttl] = r.slice(6) as [number, number, number, number, number, number, number];
-  const flatHolders: unknown = reply[13];
-  const flatWaiters: unknown = reply[14];
+  const [now, lastFence, metaPttl, holdersPttl, leasesPttl, queuePttl] = r.slice(6) as [number, number, number, number, number, number];
+  const flatHolders: unknown = reply[12];
+  const flatWaiters: unknown = reply[13];
   if (!Array.isArray(flatHolders) || flatHolders.length % 6 !== 0 || !Array.isArray(flatWaiters) || flatWaiters.length % 7 !== 0) fail(script, reply);
   const described: SemaphoreHolderReply[] = [];
   for (let i = 0; i < flatHolders.length; i += 6) {
@@ -403,5 +408,5 @@ export const semaphoreInspectScript = defineScript('semaphore-inspect.lua', luaS
     const kind = clientId === '' ? '' : 'semaphore';
     waiters.push({ owner, expiry: expiry as number, leaseMs: leaseMs as number, allowanceMs: allowanceMs as number, kind, clientId, since: kind === '' ? undefined : (since as number), permits: permits as number });
   }
-  return { ...state, detail: { now, lastFence, metaPttl, holdersPttl, leasesPttl, queuePttl, waitersPttl, holders: described, waiters } };
+  return { ...state, detail: { now, lastFence, metaPttl, holdersPttl, leasesPttl, queuePttl, holders: described, waiters } };
 });

@@ -4,7 +4,7 @@
   abandoned) is freed as release.lua frees it, and a wake-up it will not use goes to the next live
   waiter, instead of either being stranded. Run again, it only gives a free lock's turn to the next
   live waiter again.
-  KEYS[1] lock   KEYS[2] queue list   KEYS[3] waiters hash
+  KEYS[1] lock   KEYS[2] queue list
   ARGV[1] owner token  ARGV[2] waiters' channel prefix
   ARGV[3] 'SPUBLISH' (a Cluster: sharded pub/sub) or 'PUBLISH'
   ARGV[4] 'only' to leave the queue and do nothing more (Redlock: an owner that holds the lock on a
@@ -12,8 +12,9 @@
           since it holds the lock)
   Returns 1 when ARGV[1] held the lock and it was passed on, else 0.
 ]]
-local lock, queue, waiters, owner = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
-drop_waiter(queue, waiters, owner)
+local lock, queue, owner = KEYS[1], KEYS[2], ARGV[1]
+-- A waiter that gives up may have a call in flight: it cannot know its place, so the queue is searched.
+drop_waiter(queue, owner, '?')
 if ARGV[4] == 'only' then
   return 0
 end
@@ -23,8 +24,8 @@ if state and state.count > 0 then
   if state.owner ~= owner then
     return 0
   end
-  free_lock(lock, state, queue, waiters, ARGV[2], publish)
+  free_lock(lock, state, queue, ARGV[2], publish)
   return 1
 end
-hand_off(lock, state, queue, waiters, ARGV[2], publish)
+hand_off(lock, state, queue, ARGV[2], publish)
 return 0

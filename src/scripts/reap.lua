@@ -4,8 +4,8 @@
   keeps the fence. Only if the same owner still holds it, with the same clients: a hold taken or
   re-entered since it was read is left alone. A hold whose clients are unknown ('' or '*') never
   is reaped.
-  KEYS[1] lock   KEYS[2] queue list   KEYS[3] waiters hash
-  KEYS[4..] the liveness key of each client in ARGV[2], in its order (P:client:<id>): checked here,
+  KEYS[1] lock   KEYS[2] queue list
+  KEYS[3..] the liveness key of each client in ARGV[2], in its order (P:client:<id>): checked here,
             atomically with the free. Left out only with ARGV[5] 'checked', where they live on
             other servers (a Cluster: another slot) and the caller found them all gone just before
   ARGV[1] owner token expected to hold it  ARGV[2] its clients field, as read (comma-separated ids)
@@ -21,14 +21,14 @@ if not state or state.count == 0 or state.owner ~= ARGV[1] or state.clients ~= c
 end
 if ARGV[5] ~= 'checked' then
   local _, commas = string.gsub(clients, ',', ',')
-  if #KEYS - 3 ~= commas + 1 then
-    return redis.error_reply('ERR reap.lua: ' .. (commas + 1) .. ' clients but ' .. (#KEYS - 3) .. ' liveness keys')
+  if #KEYS - 2 ~= commas + 1 then
+    return redis.error_reply('ERR reap.lua: ' .. (commas + 1) .. ' clients but ' .. (#KEYS - 2) .. ' liveness keys')
   end
-  for i = 4, #KEYS do
+  for i = 3, #KEYS do
     if redis.call('EXISTS', KEYS[i]) == 1 then
       return -1
     end
   end
 end
-free_lock(KEYS[1], state, KEYS[2], KEYS[3], ARGV[3], publish_command(ARGV[4]))
+free_lock(KEYS[1], state, KEYS[2], ARGV[3], publish_command(ARGV[4]))
 return 1

@@ -1,7 +1,7 @@
 --[[
   Release holds of a mutex or fair mutex; the last one frees the lock: the first live waiter of
   the queue is handed the lock (fair) or woken (mutex).
-  KEYS[1] lock   KEYS[2] queue list   KEYS[3] waiters hash
+  KEYS[1] lock   KEYS[2] queue list
   ARGV[1] owner token  ARGV[2] holds to release (>= 1)  ARGV[3] request id
   ARGV[4] waiters' channel prefix (a client's channel is ARGV[4] .. ':' .. its id)
   ARGV[5] 'SPUBLISH' (a Cluster: sharded pub/sub) or 'PUBLISH'
@@ -25,5 +25,5 @@ if state.count > 0 then
   write_lock(lock, state, nil)
   return {1, state.count}
 end
-free_lock(lock, state, KEYS[2], KEYS[3], ARGV[4], publish_command(ARGV[5]))
+free_lock(lock, state, KEYS[2], ARGV[4], publish_command(ARGV[5]))
 return {1, 0}

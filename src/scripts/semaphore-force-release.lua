@@ -1,7 +1,7 @@
 --[[
   Free every permit of a semaphore whoever holds it (operators); the queue's head waiters that now
   fit are admitted. The fence and a stored limit are kept (meta).
-  KEYS[1] meta   KEYS[2] holders   KEYS[3] leases   KEYS[4] queue   KEYS[5] waiters
+  KEYS[1] meta   KEYS[2] holders   KEYS[3] leases   KEYS[4] queue
   ARGV[1] the limit when none is stored  ARGV[2] waiters' channel prefix
   ARGV[3] 'SPUBLISH' (a Cluster) or 'PUBLISH'
   Returns 1 when any permit was held, 0 when none was.

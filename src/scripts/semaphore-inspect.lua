@@ -2,19 +2,19 @@
   Read a semaphore's state, on the server's clock (writes nothing: leases that ran out are not
   counted, not pruned).
   KEYS[1] meta   KEYS[2] holders   KEYS[3] leases   KEYS[4] queue
-          [KEYS[5] waiters hash: given (the CLI), the holders and queue in detail]
   ARGV[1] the limit when none is stored
-  ARGV[2] with KEYS[5]: how many queued waiters to describe, from the queue's head (default 0)
+  [ARGV[2] how many queued waiters to describe, from the queue's head: given (the CLI), the
+          holders and queue in detail]
   Returns {limit, permits held by live holders, live holders, ms until the earliest live lease
   runs out (-2: none), queue length, 1 when the limit is stored (else 0)}.
-  With KEYS[5], followed by: now (ms on the server's clock), the last fence handed out (0: none
-  known), the PTTLs of meta, holders, leases, queue and waiters (-2: absent), {owner, permits,
+  With ARGV[2], followed by: now (ms on the server's clock), the last fence handed out (0: none
+  known), the PTTLs of meta, holders, leases and queue (-2: absent), {owner, permits,
   count, fence, clients, expiry, ...}: six values per live holder, soonest expiry first, and
   {owner, expiry, leaseMs, allowanceMs, permits, clientId, since, ...}: seven values per described
   waiter (an entry padlock cannot read is given as {entry, 0, 0, 0, 0, '', 0}).
 ]]
 local now = server_now()
-local detailed = #KEYS >= 5
+local detailed = #ARGV >= 2
 local stored = tonumber(redis.call('HGET', KEYS[1], 'limit'))
 local live = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now, '+inf', 'WITHSCORES')
 local used, holders, earliest = 0, 0, -2
@@ -39,8 +39,8 @@ local result = {stored or tonumber(ARGV[1]), used, holders, earliest, redis.call
 if not detailed then
   return result
 end
-local meta, queue, waiters = KEYS[1], KEYS[4], KEYS[5]
-for _, value in ipairs({now, tonumber(redis.call('HGET', meta, 'fence') or '0'), redis.call('PTTL', meta), redis.call('PTTL', KEYS[2]), redis.call('PTTL', KEYS[3]), redis.call('PTTL', queue), redis.call('PTTL', waiters)}) do
+local meta, queue = KEYS[1], KEYS[4]
+for _, value in ipairs({now, tonumber(redis.call('HGET', meta, 'fence') or '0'), redis.call('PTTL', meta), redis.call('PTTL', KEYS[2]), redis.call('PTTL', KEYS[3]), redis.call('PTTL', queue)}) do
   result[#result + 1] = value
 end
 result[#result + 1] = described_holders

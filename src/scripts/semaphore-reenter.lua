@@ -3,7 +3,7 @@
   (whatever a re-entry asks). The fence stays; the lease becomes max(remaining, ARGV[2]), never
   shorter. Recorded in the holder's request log, so a resend counts once. The re-entering client joins the
   hold's clients.
-  KEYS[1] meta   KEYS[2] holders   KEYS[3] leases   KEYS[4] queue   KEYS[5] waiters
+  KEYS[1] meta   KEYS[2] holders   KEYS[3] leases   KEYS[4] queue
   ARGV[1] owner token  ARGV[2] lease ms  ARGV[3] request id  ARGV[4] the re-entering client's id
   ARGV[5] the limit when none is stored  ARGV[6] waiters' channel prefix
   ARGV[7] 'SPUBLISH' (a Cluster) or 'PUBLISH'

@@ -1,7 +1,7 @@
 --[[
   Release holds of a semaphore's owner; the last one returns its permits, and the queue's head
   waiters that now fit are handed theirs (_semaphore.lua, admit_permit_waiters).
-  KEYS[1] meta   KEYS[2] holders   KEYS[3] leases   KEYS[4] queue   KEYS[5] waiters
+  KEYS[1] meta   KEYS[2] holders   KEYS[3] leases   KEYS[4] queue
   ARGV[1] owner token  ARGV[2] holds to release (>= 1)  ARGV[3] request id
   ARGV[4] the limit when none is stored  ARGV[5] waiters' channel prefix
   ARGV[6] 'SPUBLISH' (a Cluster) or 'PUBLISH'

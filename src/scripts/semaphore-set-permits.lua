@@ -5,7 +5,7 @@
   so that their next attempt is refused at once rather than wait forever.
   The limit is stored in meta and outlives the semaphore's last use by SEMAPHORE_RETENTION_MS
   (then the creation value applies again).
-  KEYS[1] meta   KEYS[2] holders   KEYS[3] leases   KEYS[4] queue   KEYS[5] waiters
+  KEYS[1] meta   KEYS[2] holders   KEYS[3] leases   KEYS[4] queue
   ARGV[1] the new limit (>= 1)  ARGV[2] waiters' channel prefix
   ARGV[3] 'SPUBLISH' (a Cluster) or 'PUBLISH'
   Returns the permits held by live holders.
@@ -20,9 +20,8 @@ for _, entry in ipairs(redis.call('LRANGE', s.queue, 0, -1)) do
   local w = parse_permit_waiter(entry)
   if w.permits > limit then
     redis.call('LREM', s.queue, 1, entry)
-    redis.call('HDEL', s.waiters, w.owner)
     if w.expiry >= s.now then
-      redis.call(s.publish, s.channel .. ':' .. w.client, w.owner .. ' wake')
+      redis.call(s.publish, s.channel .. ':' .. w.client, w.owner .. ' wake ' .. w.expiry)
     end
   end
 end

@@ -80,7 +80,7 @@ export async function readWriteScenario(s: KindsScenario): Promise<void> {
   const full = locks[1];
   assert.ok(full !== undefined);
   assert.deepEqual(full.waiters.map((x) => [x.position, x.kind, x.clientId, x.alive]), [[1, 'write', w.shared.clientId, true]]);
-  assert.deepEqual(full.keys.map((k) => [k.role, k.type, k.exists]), [['rw', 'hash', true], ['rwleases', 'zset', true], ['rwqueue', 'list', true], ['rwwaiters', 'hash', true]]);
+  assert.deepEqual(full.keys.map((k) => [k.role, k.type, k.exists]), [['rw', 'hash', true], ['rwleases', 'zset', true], ['rwqueue', 'list', true]]);
   assert.ok(full.keys.every((k) => k.ttlMs !== null && k.ttlMs > 0), 'every key expires');
   const shown = await s.run('inspect', 'doc');
   assert.match(shown.stdout, /^lock +doc \(readWrite\)$/m);
@@ -143,7 +143,6 @@ export async function semaphoreScenario(s: KindsScenario, options: { storedLimit
     ['semaphore-holders', 'hash', true],
     ['semaphore-leases', 'zset', true],
     ['semaphore-queue', 'list', true],
-    ['semaphore-waiters', 'hash', true],
   ]);
   const shown = await s.run('inspect', 'pool');
   assert.match(shown.stdout, new RegExp(`^permits +3 held of ${limit ?? "the code's limit \\(none stored\\)"}$`, 'm'));

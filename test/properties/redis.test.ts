@@ -424,7 +424,7 @@ describe('properties against Redis: keys of the wrong type', () => {
         assert.match(outcome.error.message, /WRONGTYPE.*docs\/protocol\.md/);
         assert.ok(outcome.error.cause instanceof Error, 'the Redis error is the cause');
         assert.equal(await admin.type(keys.lock), typeBefore, 'the foreign key was left as it was');
-        assert.equal(await admin.exists(keys.queue, keys.waiters), 0, 'nothing was queued');
+        assert.equal(await admin.exists(keys.queue), 0, 'nothing was queued');
         await admin.del(keys.lock);
       }),
       { numRuns: runs(120) },
