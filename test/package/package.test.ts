@@ -1,5 +1,6 @@
 /**
- * The package as a user gets it. `npm pack` (which builds), then the tarball installed offline into
+ * The package as a user gets it. `npm pack` (which builds), then the tarball installed (from npm's
+ * cache when it has padlock's dependencies, else from the registry) into
  * fresh projects, one set with ioredis 5, one with ioredis 6 and one with node-redis alone (no
  * ioredis anywhere: padlock's declarations must not need it): plain JavaScript as ES modules and
  * as CommonJS, and TypeScript under each module setting a user may pick (`node16`, `nodenext`,
@@ -165,14 +166,16 @@ before(async () => {
   assert.deepEqual([...files].filter((file) => /^(build|test|node_modules)\//.test(file) || file.endsWith('.tgz')), [], 'no build output, test or tarball in the tarball');
 
   // One install per client, shared by that client's projects (each a sub-folder with its own
-  // package.json): padlock from the tarball, offline; then the client and @types/node linked to the
+  // package.json): padlock from the tarball, its dependencies from npm's cache where it has them
+  // (`npm ci` fills it with their tarballs, but not always with the metadata an install of a
+  // tarball resolves them by: on a fresh machine that comes from the registry); then the client and @types/node linked to the
   // repository's copies, after npm, which would prune them as extraneous. A node-redis install has
   // no ioredis: padlock's optional peers are not installed for it.
   for (const client of Object.keys(INSTALLS) as ClientInstall[]) {
     const dir = join(work, client);
     mkdirSync(dir);
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ private: true, dependencies: { padlock: `file:../${tarball}` } }));
-    const install = await run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', '--legacy-peer-deps'], { cwd: dir, timeoutMs: 120_000 });
+    const install = await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', '--legacy-peer-deps'], { cwd: dir, timeoutMs: 120_000 });
     assert.equal(install.code, 0, show('npm install of the tarball', install));
     const installed = readdirSync(join(dir, 'node_modules'));
     assert.deepEqual(installed.filter((name) => ['ioredis', 'redis', '@redis', 'iovalkey'].includes(name)), [], 'no Redis client comes with padlock (they are optional peers)');
