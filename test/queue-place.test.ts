@@ -107,7 +107,7 @@ describe('the queue: one list, found by place', () => {
     await admin.del(keys.lock);
   });
 
-  for (const [kind, most] of [['fair', 11], ['mutex', 14]] as [MutexKind, number][]) {
+  for (const [kind, most] of [['fair', 10], ['mutex', 13]] as [MutexKind, number][]) {
     it(`a contended ${kind} acquisition runs at most ${most} commands in Redis, scripts' own included`, async () => {
       const keys = lockKeys('padlock', `place:count:${kind}`);
       const protocol = new MutexProtocol(keys, kind, 'client1');
@@ -137,6 +137,23 @@ describe('the queue: one list, found by place', () => {
       await admin.del(keys.lock, keys.queue);
     });
   }
+
+  it("the list's expiry: set by the join that makes it, lengthened by heartbeats, left alone by later joins, never shortened", async () => {
+    const keys = lockKeys('padlock', 'place:expiry');
+    const protocol = new MutexProtocol(keys, 'fair', 'client1');
+    const [holder, short, long] = [owner('holder'), owner('short'), owner('long')];
+    await runCall(admin, protocol.attempt(holder, LEASE_MS, 'try', 1_000));
+    const shortPlace = placeOf(await runCall(admin, protocol.attempt(short, LEASE_MS, 'queue', 1_000))); // allowance 3 s
+    const made = await admin.pttl(keys.queue);
+    assert.ok(made > 8_000 && made <= 9_000, `3 allowances of the waiter that made it: ${made}`);
+    const longPlace = placeOf(await runCall(admin, protocol.attempt(long, LEASE_MS, 'queue', 10_000))); // allowance 30 s
+    assert.ok((await admin.pttl(keys.queue)) <= 9_000, 'a later join left it alone');
+    placeOf(await runCall(admin, protocol.attempt(long, LEASE_MS, 'queue', 10_000, 0, longPlace)));
+    assert.ok((await admin.pttl(keys.queue)) > 80_000, "the long waiter's heartbeat lengthened it to 3 of its allowances");
+    placeOf(await runCall(admin, protocol.attempt(short, LEASE_MS, 'queue', 1_000, 0, shortPlace)));
+    assert.ok((await admin.pttl(keys.queue)) > 80_000, "the short waiter's heartbeat did not shorten it");
+    await admin.del(keys.lock, keys.queue);
+  });
 
   it('takenOut: only a message naming the expiry of the latest entry says the entry is out', () => {
     const place = 'o|c|1000|3000|mutex|1700000000000|1700000003000';

@@ -84,9 +84,13 @@ end
 -- `join(entry)` putting it where the caller's order wants it (and returning the list's length); or,
 -- when it is queued already (a heartbeat: `place` finds it), gives its entry the new expiry in
 -- place, keeping its `since`. The queue outlives its last live waiter by one to three allowances:
--- its expiry is set when the list is made, lengthened whenever it would end sooner than two. Never
--- shortened: a waiter with a short allowance must not cut short the entries of waiters with longer
--- ones, nor may a list kept for short allowances drop a newcomer's entry before its first heartbeat.
+-- its expiry is set when the list is made, and a heartbeat lengthens it whenever it would end
+-- sooner than two of that waiter's allowances; never shortened, so a waiter with a short allowance
+-- never cuts short the entries of waiters with longer ones. A join into a list that exists already
+-- leaves its expiry alone (one command less per contended acquisition): the list lives at least
+-- 5/3 of an allowance past the last heartbeat of any waiter in it, which covers a newcomer's first
+-- heartbeat unless its allowance is over five times theirs and they all leave first (then its
+-- entry goes with the list, and its first heartbeat joins it again: see docs/protocol.md).
 -- Returns whether another waiter is surely ahead of `owner` in the queue (false: it is the head,
 -- or its place is not known without another command), and its entry (its place from now on).
 local function queue_waiter(queue, owner, fields, since, now, allowance, join, place)
@@ -103,7 +107,7 @@ local function queue_waiter(queue, owner, fields, since, now, allowance, join, p
     entry = owner .. fields .. since .. '|' .. (now + allowance)
     length, ahead = join(entry)
   end
-  if length == 1 or redis.call('PTTL', queue) < allowance * 2 then
+  if length == 1 or (at and redis.call('PTTL', queue) < allowance * 2) then
     redis.call('PEXPIRE', queue, allowance * 3)
   end
   return ahead, entry
