@@ -12,7 +12,7 @@ import { keySlot } from '../src/redis/slot.js';
 import { LockLostError, Padlock, type Lease } from '../src/index.js';
 import type { PadlockOptions } from '../src/options.js';
 import { command, info, startCluster, type RedisCluster } from './harness/topologies.js';
-import { delay } from './harness/redis.js';
+import { delay, eventually } from './harness/redis.js';
 import { probeWakes } from './harness/probes.js';
 import { parseLock } from './harness/lock-state.js';
 
@@ -59,7 +59,10 @@ describe('padlock on a Redis Cluster', () => {
     const holder = await holderSide.fairMutex('cluster:basic').acquire();
     probeWakes(waiterSide, { messagesOnly: true }); // only the release's message can move the waiter
     const waiting = waiterSide.fairMutex('cluster:basic').acquire({ waitMs: 10_000 });
-    await delay(100);
+    // Released once the waiter is queued (a release before that would hand nothing over).
+    const reader = cluster.client();
+    assert.ok(await eventually(async () => (await reader.llen(keys.queue)) === 1), 'the waiter queued');
+    reader.disconnect();
     await holder.release();
     const lease = await waiting;
     assert.ok(lease.fence > holder.fence);

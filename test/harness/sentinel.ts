@@ -185,8 +185,9 @@ export class SentinelSet {
    * leader (`SENTINEL CKQUORUM`), and sees every live replica (not down) as healthy: a failover can
    * then begin. One sentinel's view of a revived node has been seen to stay stale on a loaded CI
    * machine for longer than the wait (whatever its flags; a `SENTINEL RESET` did not bring it
-   * back either): after {@link STALE_VIEW_MS}, a replica that a majority of sentinels see healthy
-   * is enough, which is what a failover needs (a majority agrees, and picks a replica it sees).
+   * back either), and a revived node has stayed unlisted by every sentinel for 30 s: after
+   * {@link STALE_VIEW_MS}, one replica that a majority of sentinels see healthy is enough, which is
+   * what a failover needs (a majority agrees, and picks a replica it sees).
    */
   async waitForSentinels(): Promise<void> {
     const primary = await this.primary();
@@ -212,9 +213,10 @@ export class SentinelSet {
       if (unready.length > 0) return notYet(unready.join('; '));
       const flagMaps = views.filter((v): v is Map<number, string> => typeof v !== 'string');
       const seenBy = (port: number): number => flagMaps.filter((flags) => flags.get(port) === 'slave').length;
-      const needed = Date.now() - started > STALE_VIEW_MS ? majority : sentinels.length;
+      const stale = Date.now() - started > STALE_VIEW_MS;
+      const needed = stale ? majority : sentinels.length;
       const missing = replicas.filter((r) => seenBy(r.port) < needed);
-      if (missing.length === 0) return true;
+      if (missing.length === 0 || (stale && missing.length < replicas.length)) return true;
       const describe = (port: number): string => `${port} (${flagMaps.map((flags) => flags.get(port) ?? 'unlisted').join(' / ')})`;
       return notYet(`replicas ${missing.map((r) => describe(r.port)).join(', ')} seen healthy by fewer than ${needed} sentinels`);
     }, { timeoutMs: this.#timeoutMs });
