@@ -55,8 +55,8 @@ export function scriptKeys(keys: LockKeys): string[] {
 /**
  * The channel of one client (one Padlock) for one lock. A release, leave or force-release that gives
  * the turn to one of that client's queued waiters publishes to it: `<owner> wake <expiry>` (mutex:
- * the lock is free, try now; `expiry` is that of the entry taken out of the queue) or
- * `<owner> <fence> <pttl>` (fair mutex: the lock is yours).
+ * the lock is free, try now) or `<owner> <fence> <pttl> <expiry>` (fair mutex: the lock is yours);
+ * `expiry` is that of the waiter's entry the release took out of the queue.
  */
 export function waiterChannel(keys: LockKeys, clientId: string): string {
   return `${keys.released}:${clientId}`;

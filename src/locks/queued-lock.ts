@@ -172,7 +172,7 @@ export function takenOut(message: string, place: string): boolean {
 }
 
 /**
- * Reads a fair handoff, `"<owner> <fence> <pttl>"`. The lease began after the waiter's last queue
+ * Reads a fair handoff, `"<owner> <fence> <pttl> <expiry>"`. The lease began after the waiter's last queue
  * call was sent (the handoff can only follow it), so that call's send time bounds it safely. A
  * lease that would already be nearly over by that bound is confirmed by another attempt instead
  * (which also claims it), so `null` here means "ask Redis".

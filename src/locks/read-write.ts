@@ -63,7 +63,7 @@ abstract class ReadWriteSideLock extends QueuedLock {
     return this.shared.topology.run(this.protocol.forceRelease());
   }
 
-  /** Admitted from the queue: the script handed the hold over, `"<owner> <fence> <pttl>"`. */
+  /** Admitted from the queue: the script handed the hold over, `"<owner> <fence> <pttl> <expiry>"`. */
   protected override grantFrom(message: string, lastSentAt: number): Grant | null {
     return this.handedOver(message, lastSentAt);
   }
