@@ -84,7 +84,10 @@ describe('the queue: one list, found by place', () => {
     await admin.lrem(keys.queue, 1, found); // taken out (woken, or dropped as dead) while its call was on its way
     placeOf(await runCall(admin, protocol.attempt(first, LEASE_MS, 'queue', HEARTBEAT_MS, 0, place)));
     assert.deepEqual(await queuedOwners(admin, keys.queue), [second, first], 'joined again, at the tail');
-    // Leaving searches: a waiter that gives up may have a call in flight, whose entry it never saw.
+    // Leaving searches (a waiter that gives up may have a call in flight, whose entry it never saw),
+    // and takes out every entry of the owner: here a second one, as a resent first join leaves.
+    await admin.rpush(keys.queue, (await admin.lindex(keys.queue, -1)) ?? '');
+    assert.deepEqual(await queuedOwners(admin, keys.queue), [second, first, first]);
     assert.equal(await runCall(admin, protocol.leave(first)), false);
     assert.deepEqual(await queuedOwners(admin, keys.queue), [second]);
     await admin.del(keys.lock, keys.queue);

@@ -32,7 +32,8 @@ local function find_waiter(queue, owner, place)
   return nil
 end
 
--- Takes `owner` out of the queue, if it is in it (`place`: see above).
+-- Takes `owner` out of the queue, if it is in it (`place`: see above). Searching ('?'), it takes out
+-- every entry of the owner: one queued twice (a resent first join) leaves nothing behind.
 local function drop_waiter(queue, owner, place)
   if place == '' then
     return
@@ -41,9 +42,11 @@ local function drop_waiter(queue, owner, place)
     redis.call('LREM', queue, 1, place)
     return
   end
-  local _, entry = find_waiter(queue, owner, place)
-  if entry then
-    redis.call('LREM', queue, 1, entry)
+  local prefix = owner .. '|'
+  for _, entry in ipairs(redis.call('LRANGE', queue, 0, -1)) do
+    if string.sub(entry, 1, #prefix) == prefix then
+      redis.call('LREM', queue, 1, entry)
+    end
   end
 end
 
