@@ -13,6 +13,18 @@ local function parse_entry(entry)
   return {owner = owner, client = client, lease = tonumber(lease), allowance = tonumber(allowance), kind = kind, since = since, expiry = tonumber(expiry)}
 end
 
+-- The entries of `owner` in the queue, by a search: {index from 0, text} each, in queue order.
+local function entries_of(queue, owner)
+  local found = {}
+  local prefix = owner .. '|'
+  for at, entry in ipairs(redis.call('LRANGE', queue, 0, -1)) do
+    if string.sub(entry, 1, #prefix) == prefix then
+      found[#found + 1] = {at - 1, entry}
+    end
+  end
+  return found
+end
+
 -- Where `owner`'s entry is in the queue, by its place (see above; not ''): its index from 0 and its
 -- text, or nil when it is not there.
 local function find_waiter(queue, owner, place)
@@ -23,11 +35,9 @@ local function find_waiter(queue, owner, place)
     end
     return nil
   end
-  local prefix = owner .. '|'
-  for at, entry in ipairs(redis.call('LRANGE', queue, 0, -1)) do
-    if string.sub(entry, 1, #prefix) == prefix then
-      return at - 1, entry
-    end
+  local first = entries_of(queue, owner)[1]
+  if first then
+    return first[1], first[2]
   end
   return nil
 end
@@ -42,11 +52,8 @@ local function drop_waiter(queue, owner, place)
     redis.call('LREM', queue, 1, place)
     return
   end
-  local prefix = owner .. '|'
-  for _, entry in ipairs(redis.call('LRANGE', queue, 0, -1)) do
-    if string.sub(entry, 1, #prefix) == prefix then
-      redis.call('LREM', queue, 1, entry)
-    end
+  for _, found in ipairs(entries_of(queue, owner)) do
+    redis.call('LREM', queue, 1, found[2])
   end
 end
 
@@ -54,8 +61,8 @@ end
 -- the entry its place names, if it is still queued, goes (it can only be an extra one: its first
 -- join resent after a reconnect). A place not written out ('' or '?') is left alone.
 local function drop_holder_entry(queue, place)
-  if place and place ~= '' and place ~= '?' then
-    redis.call('LREM', queue, 1, place)
+  if place and place ~= '?' then
+    drop_waiter(queue, nil, place)
   end
 end
 
