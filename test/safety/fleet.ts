@@ -44,10 +44,14 @@ export class Fleet extends EventEmitter<FleetEvents> {
   readonly failures: AcquireFailure[] = [];
   /** Sections acquired and not yet reported complete, by worker/slot. */
   readonly #open = new Map<string, SectionRecord>();
+  /** Settles once every worker has exited and its IPC channel closed: no event can come after. */
+  readonly #gone: Promise<void>;
 
   constructor(configs: readonly WorkerConfig[], wrap?: WrapperFor) {
     super();
     for (const config of configs) this.workers.push(this.#launch(config, wrap?.(config)));
+    // 'close', not 'exit': a worker's last messages may still be on their way when it exits.
+    this.#gone = Promise.all(this.workers.map(({ child }) => new Promise((resolve) => child.once('close', resolve)))).then(() => undefined);
   }
 
   #launch(config: WorkerConfig, wrap: CommandWrapper | undefined): WorkerHandle {
@@ -128,15 +132,22 @@ export class Fleet extends EventEmitter<FleetEvents> {
     return all;
   }
 
-  /** Resolves with the next event of `type` that matches `filter`. */
+  /**
+   * Resolves with the next event of `type` that matches `filter`; rejects once every worker is gone
+   * without one, so that a run whose workers finished too early fails with a reason, not a hang.
+   */
   next(type: 'acquired' | 'holding' | 'section', filter: (record: SectionRecord) => boolean = () => true): Promise<[SectionRecord, WorkerHandle]> {
-    return new Promise((resolve) => {
+    return new Promise((resolve, reject) => {
       const listener = (record: SectionRecord, worker: WorkerHandle): void => {
         if (!filter(record)) return;
         this.off(type, listener);
         resolve([record, worker]);
       };
       this.on(type, listener);
+      void this.#gone.then(() => {
+        this.off(type, listener);
+        reject(new Error(`every worker was gone before the awaited '${type}' event came`));
+      });
     });
   }
 }

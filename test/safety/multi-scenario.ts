@@ -25,7 +25,11 @@ export interface MultiRunOptions {
   readonly leaseMs?: number;
   readonly waitMs?: number;
   readonly workMs?: readonly [number, number];
-  /** Worker 0 holds at this section of its slot 0 and waits for 'continue' (a fault goes in then). */
+  /**
+   * Worker 0 holds at this section of its slot 0 and waits for 'continue' (a fault goes in then).
+   * The others start only once it holds: on a busy machine they could otherwise finish every
+   * section before it got there, and nobody would be left to take its names after the fault.
+   */
   readonly lingerSeq?: number;
   readonly during?: (fleet: Fleet) => Promise<void>;
   readonly timeoutMs?: number;
@@ -59,12 +63,18 @@ export async function runMultiChecked(servers: Servers, options: MultiRunOptions
     waitMs: options.waitMs ?? 60_000,
     workMs: options.workMs ?? [0, 3],
     seed: 7_000 + worker,
-    ...(worker === 0 && options.lingerSeq !== undefined ? { linger: { seq: options.lingerSeq } } : {}),
+    ...(options.lingerSeq === undefined ? {} : worker === 0 ? { linger: { seq: options.lingerSeq } } : { waitForGo: true }),
     resources: options.resources,
     sets,
   }));
   // The fleet runs this worker instead of worker.js.
   const fleet = new Fleet(configs, () => (command) => ({ command, args: [MULTI_WORKER_PATH] }));
+  if (options.lingerSeq !== undefined) {
+    void fleet.next('holding').then(
+      () => fleet.workers.slice(1).forEach((worker) => worker.send({ type: 'go' })),
+      () => undefined,
+    );
+  }
   const during = (options.during?.(fleet) ?? Promise.resolve()).then(
     () => undefined,
     (error: unknown) => {

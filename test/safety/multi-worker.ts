@@ -43,9 +43,12 @@ async function main(): Promise<void> {
   const random = new Random(config.seed);
   let stopping = false;
   let onContinue: (() => void) | undefined;
+  let onGo: (() => void) | undefined;
+  const go = new Promise<void>((resolve) => (onGo = resolve));
   process.on('message', (message: ParentMessage) => {
     if (message.type === 'stop') stopping = true;
     if (message.type === 'continue') onContinue?.();
+    if (message.type === 'go' || message.type === 'stop') onGo?.();
   });
 
   const lockRedis = new Redis({ ...config.lockServer, connectionName: `safety-multi-w${config.worker}` });
@@ -140,6 +143,7 @@ async function main(): Promise<void> {
   };
 
   await send({ type: 'ready', worker: config.worker });
+  if (config.waitForGo === true) await go;
   await Promise.all(Array.from({ length: config.slots }, (_, slot) => loop(slot)));
   await padlock.close();
   await Promise.allSettled([lockRedis.quit(), storeRedis.quit()]);
