@@ -41,9 +41,18 @@ export class ReadWriteFleet extends EventEmitter<{ holding: [ReadWriteSection, R
     return worker;
   }
 
-  /** The next 'holding' report. */
+  /**
+   * The next 'holding' report; then the workers configured with `waitForGo` start. They wait so
+   * that, on a busy machine, they cannot finish every section before the lingering holder holds
+   * and leave nobody to contend with it during the fault.
+   */
   holding(): Promise<[ReadWriteSection, ReadWriteWorker]> {
-    return new Promise((resolve) => this.once('holding', (section, worker) => resolve([section, worker])));
+    return new Promise((resolve) =>
+      this.once('holding', (section, holder) => {
+        for (const worker of this.workers) if (worker !== holder && worker.child.connected) worker.child.send({ type: 'go' });
+        resolve([section, holder]);
+      }),
+    );
   }
 
   /** Waits for every worker to exit. */

@@ -28,6 +28,8 @@ export interface ReadWriteWorkerConfig {
   readonly workMs: readonly [number, number];
   /** Slot 0's first section takes this side, reports 'holding', and waits for the parent's 'continue'. */
   readonly linger?: ReadWriteSide;
+  /** Starts its sections only when the parent says 'go' (once the lingering holder holds). */
+  readonly waitForGo?: boolean;
   readonly seed: number;
 }
 
@@ -40,8 +42,11 @@ async function main(): Promise<void> {
   const config = JSON.parse(raw) as ReadWriteWorkerConfig;
   const random = new Random(config.seed);
   let onContinue: (() => void) | undefined;
+  let onGo: (() => void) | undefined;
+  const go = new Promise<void>((resolve) => (onGo = resolve));
   process.on('message', (message: { type?: string }) => {
     if (message.type === 'continue') onContinue?.();
+    if (message.type === 'go') onGo?.();
   });
   const redis = new Redis(config.url);
   redis.on('error', () => undefined);
@@ -82,6 +87,7 @@ async function main(): Promise<void> {
     await send({ type: 'section', section: toWire(record()) });
   };
 
+  if (config.waitForGo === true) await go;
   await Promise.all(
     Array.from({ length: config.slots }, async (_, slot) => {
       for (let seq = 0; seq < config.sections; seq++) await section(slot, seq);

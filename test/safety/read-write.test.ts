@@ -47,7 +47,7 @@ describe('safety: read/write lock across OS processes', () => {
 
   it('a reader paused (SIGSTOP) past its lease loses it alone; the writer then admitted never overlaps it', async () => {
     const leaseMs = 500;
-    const fleet = new ReadWriteFleet(configs(`rw-safety:stop:${process.hrtime.bigint()}`, 3, (worker) => (worker === 0 ? { linger: 'read', leaseMs, sections: 1, slots: 1 } : { readShare: 0.5 })));
+    const fleet = new ReadWriteFleet(configs(`rw-safety:stop:${process.hrtime.bigint()}`, 3, (worker) => (worker === 0 ? { linger: 'read', leaseMs, sections: 1, slots: 1 } : { readShare: 0.5, waitForGo: true })));
     const [held, paused] = await fleet.holding();
     paused.child.kill('SIGSTOP');
     assert.ok(await eventually(() => isStopped(paused.pid), 2_000), 'the reader is stopped');
@@ -66,7 +66,7 @@ describe('safety: read/write lock across OS processes', () => {
 
   it('a writer killed (SIGKILL) while holding: its lease runs out and everyone else is served, without overlap', async () => {
     const leaseMs = 500;
-    const fleet = new ReadWriteFleet(configs(`rw-safety:kill:${process.hrtime.bigint()}`, 3, (worker) => (worker === 0 ? { linger: 'write', leaseMs, sections: 1, slots: 1 } : {})));
+    const fleet = new ReadWriteFleet(configs(`rw-safety:kill:${process.hrtime.bigint()}`, 3, (worker) => (worker === 0 ? { linger: 'write', leaseMs, sections: 1, slots: 1 } : { waitForGo: true })));
     const [, holder] = await fleet.holding();
     holder.child.kill('SIGKILL');
     assert.equal((await holder.exited).signal, 'SIGKILL');
