@@ -88,7 +88,8 @@ function plan(random: Random, seed: number, kinds: readonly LockKind[], maxWorke
 async function inject(round: RoundPlan, fleet: Fleet, servers: Servers, proxy: RedisProxy, killed: Set<number>): Promise<void> {
   const lease = round.leaseMs;
   await sleep(round.faultAfterMs);
-  const holder = async (): Promise<[SectionRecord, WorkerHandle] | undefined> => within(fleet.next('acquired'), 2_000);
+  // None when the round ends (every worker gone) before anyone acquires: there is nobody to fault.
+  const holder = async (): Promise<[SectionRecord, WorkerHandle] | undefined> => within(fleet.next('acquired').catch(() => undefined), 2_000);
   switch (round.fault) {
     case 'none':
     case 'holder-stall': // injected by the workers themselves (see `stall` in the round's shape)
