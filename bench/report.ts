@@ -58,12 +58,12 @@ export function versusRaw(result: UncontendedResult, raw: UncontendedResult | un
 export function uncontendedTable(results: readonly UncontendedResult[]): string {
   const raw = results.find((r) => r.library === 'raw');
   return table(
-    ['contender', 'best round /s', 'median round /s', '× raw (best)', '× raw (paired)', 'acquire p50 ms', 'commands sent/op'],
+    ['contender', 'best round /s', 'median round /s', '× raw (best)', '× raw (paired)', 'acquire p50 ms', 'commands sent/op', 'Redis µs/op', 'client CPU µs/op'],
     results
       .filter((r) => r.topology === 'single')
       .map((r) => {
         const x = versusRaw(r, raw);
-        return [r.label, rate(Math.max(...r.rounds)), rate(r.opsPerSecond), ratio(x.best), ratio(x.paired), fixed(r.acquireP50, 3), fixed(r.commandsPerOp, 2)];
+        return [r.label, rate(Math.max(...r.rounds)), rate(r.opsPerSecond), ratio(x.best), ratio(x.paired), fixed(r.acquireP50, 3), fixed(r.commandsPerOp, 2), fixed(r.redisMicrosPerOp, 1), fixed(r.clientCpuMicrosPerOp, 0)];
       }),
   );
 }

@@ -5,7 +5,8 @@
  * round, and the latency of each acquire and release call.
  */
 import { randomBytes } from 'node:crypto';
-import { readCommandMeter, resetCommandMeter, totalCount } from './command-meter.js';
+import type { Redis } from 'ioredis';
+import { diffCounts, parseCommandMicros, readCommandMeter, resetCommandMeter, totalCount, type CommandCounts } from './command-meter.js';
 import { lockServers, openContender, topologyOf, type Contender, type ContenderSpec, type Servers, type Topology } from './contenders.js';
 import { median, nowMs, percentile, sorted } from './stats.js';
 import { connectData } from './workload.js';
@@ -30,6 +31,13 @@ export interface UncontendedResult {
   readonly releaseP50: number;
   /** Commands the client sent per acquire+release. */
   readonly commandsPerOp: number;
+  /**
+   * Microseconds Redis spent per acquire+release (`INFO commandstats`, summed over the lock's
+   * servers): in the commands the client sent, a script counted whole with what it ran inside.
+   */
+  readonly redisMicrosPerOp: number;
+  /** This process's CPU time per acquire+release (µs, `process.cpuUsage`: JavaScript and the kernel's socket work). */
+  readonly clientCpuMicrosPerOp: number;
 }
 
 export interface UncontendedOptions {
@@ -72,16 +80,41 @@ interface Round {
   readonly rate: number;
   readonly commands: number;
   readonly ops: number;
+  readonly redisMicros: number;
+  readonly cpuMicros: number;
   /** Each acquire and release call's duration (ms). */
   readonly acquires: number[];
   readonly releases: number[];
 }
 
-/** Acquire+release pairs per second over `ms`, each call's duration, and the commands they sent. */
-async function round(contender: Contender, key: string, ms: number): Promise<Round> {
+/** Each server's `INFO commandstats` microseconds, by command. */
+async function commandMicros(admins: readonly Redis[]): Promise<CommandCounts[]> {
+  return Promise.all(admins.map(async (admin) => parseCommandMicros(await admin.info('commandstats'))));
+}
+
+/**
+ * Redis's microseconds between two snapshots in the commands the client sent (by name, from the
+ * command meter; the bench's own INFOs left out). A script's time includes the commands it ran, which
+ * commandstats also lists under their own names: those are not added again, unless the client also
+ * sent a command of that name itself (of the contenders only the raw baseline sends one outside a
+ * script, a SET, and its release script runs GET and DEL).
+ */
+function sentMicros(before: readonly CommandCounts[], after: readonly CommandCounts[], sent: CommandCounts): number {
+  let total = 0;
+  for (const [i, snapshot] of after.entries()) {
+    const delta = diffCounts(snapshot, before[i] ?? {});
+    for (const name of Object.keys(sent)) if (name !== 'info') total += delta[name] ?? 0;
+  }
+  return total;
+}
+
+/** Acquire+release pairs per second over `ms`, each call's duration, the commands they sent, and what they cost Redis and this process. */
+async function round(contender: Contender, key: string, ms: number, admins: readonly Redis[]): Promise<Round> {
+  const micros = await commandMicros(admins);
   resetCommandMeter();
   const acquires: number[] = [];
   const releases: number[] = [];
+  const cpu = process.cpuUsage();
   const start = nowMs();
   const end = start + ms;
   while (nowMs() < end) {
@@ -93,8 +126,11 @@ async function round(contender: Contender, key: string, ms: number): Promise<Rou
     releases.push(nowMs() - acquired);
     acquires.push(acquired - called);
   }
-  const commands = totalCount(readCommandMeter());
-  return { rate: acquires.length / ((nowMs() - start) / 1000), commands, ops: acquires.length, acquires, releases };
+  const elapsed = nowMs() - start;
+  const used = process.cpuUsage(cpu);
+  const sent = readCommandMeter();
+  const redisMicros = sentMicros(micros, await commandMicros(admins), sent);
+  return { rate: acquires.length / (elapsed / 1000), commands: totalCount(sent), ops: acquires.length, redisMicros, cpuMicros: used.user + used.system, acquires, releases };
 }
 
 /** Measures every spec on `servers`, interleaving their rounds. */
@@ -107,28 +143,35 @@ export async function runUncontended(specs: readonly ContenderSpec[], servers: S
     readonly acquires: number[];
     readonly releases: number[];
     readonly roundAcquireP50s: number[];
+    /** Connections to the lock's servers for their INFO, apart from the contender's own. */
+    readonly admins: readonly Redis[];
     commands: number;
     ops: number;
+    redisMicros: number;
+    cpuMicros: number;
   }
   const opened: Entry[] = [];
   try {
     for (const spec of specs) {
       const contender = await openContender(spec, servers);
       const key = `bench:uncontended:${randomBytes(4).toString('hex')}`;
-      opened.push({ spec, contender, key, rates: [], acquires: [], releases: [], roundAcquireP50s: [], commands: 0, ops: 0 });
+      const admins = lockServers(spec, servers).map(connectData);
+      opened.push({ spec, contender, key, rates: [], acquires: [], releases: [], roundAcquireP50s: [], admins, commands: 0, ops: 0, redisMicros: 0, cpuMicros: 0 });
       for (let i = 0; i < 200; i++) await cycle(contender, key);
     }
     for (let r = 0; r < options.rounds; r++) {
       // Alternate the order so that no contender always runs right after the same one.
       const order = r % 2 === 0 ? opened : [...opened].reverse();
       for (const entry of order) {
-        const result = await round(entry.contender, entry.key, options.roundMs);
+        const result = await round(entry.contender, entry.key, options.roundMs, entry.admins);
         entry.rates.push(result.rate);
         entry.roundAcquireP50s.push(median(result.acquires));
         entry.acquires.push(...result.acquires);
         entry.releases.push(...result.releases);
         entry.commands += result.commands;
         entry.ops += result.ops;
+        entry.redisMicros += result.redisMicros;
+        entry.cpuMicros += result.cpuMicros;
       }
     }
     return opened.map((e) => {
@@ -146,9 +189,14 @@ export async function runUncontended(specs: readonly ContenderSpec[], servers: S
         roundAcquireP50s: e.roundAcquireP50s,
         releaseP50: median(e.releases),
         commandsPerOp: e.commands / e.ops,
+        redisMicrosPerOp: e.redisMicros / e.ops,
+        clientCpuMicrosPerOp: e.cpuMicros / e.ops,
       };
     });
   } finally {
-    for (const entry of opened) await entry.contender.close().catch(() => undefined);
+    for (const entry of opened) {
+      await entry.contender.close().catch(() => undefined);
+      await Promise.all(entry.admins.map((admin) => admin.quit().catch(() => admin.disconnect())));
+    }
   }
 }
