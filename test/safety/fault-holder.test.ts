@@ -34,12 +34,10 @@ describe('fault: holder killed (SIGKILL)', () => {
       let freedAfterMs = Infinity;
       const { report, fleet, exits } = await runChecked(servers, {
         workers: 3, sections: 8, leaseMs: LEASE_MS, workMs: [1, 4],
-        // The survivors start once the holder holds: on a busy machine they could otherwise finish
-        // every section before it got there, and nobody would be left to take the lock after the kill.
+        // The survivors start once the holder holds (the fleet tells them): see Fleet.
         configure: (worker) => (worker === 0 ? { linger: { seq } } : { waitForGo: true }),
         during: async (fleet) => {
           const [, holder] = await fleet.next('holding');
-          for (const survivor of fleet.workers.slice(1)) survivor.send({ type: 'go' });
           const killedAt = process.hrtime.bigint();
           holder.child.kill('SIGKILL');
           const exit = await holder.exited;

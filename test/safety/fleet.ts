@@ -44,6 +44,8 @@ export class Fleet extends EventEmitter<FleetEvents> {
   readonly failures: AcquireFailure[] = [];
   /** Sections acquired and not yet reported complete, by worker/slot. */
   readonly #open = new Map<string, SectionRecord>();
+  /** Workers configured with `waitForGo`, told 'go' when a worker first reports holding. */
+  readonly #waitingForGo: WorkerHandle[] = [];
   /** Settles once every worker has exited and its IPC channel closed: no event can come after. */
   readonly #gone: Promise<void>;
 
@@ -80,6 +82,10 @@ export class Fleet extends EventEmitter<FleetEvents> {
         case 'holding': {
           const record = fromWire(message.record);
           this.#open.set(`${record.worker}/${record.slot}`, record);
+          // The first holder holds: the others start now, before the test injects its fault. On a
+          // busy machine they could otherwise finish every section before it got there, and nobody
+          // would be left to take the lock after the fault.
+          if (message.type === 'holding') for (const waiting of this.#waitingForGo.splice(0)) waiting.send({ type: 'go' });
           this.emit(message.type, record, handle);
           break;
         }
@@ -101,6 +107,7 @@ export class Fleet extends EventEmitter<FleetEvents> {
       }
     });
     child.on('error', () => undefined);
+    if (config.waitForGo === true) this.#waitingForGo.push(handle);
     return handle;
   }
 

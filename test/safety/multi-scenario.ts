@@ -69,12 +69,6 @@ export async function runMultiChecked(servers: Servers, options: MultiRunOptions
   }));
   // The fleet runs this worker instead of worker.js.
   const fleet = new Fleet(configs, () => (command) => ({ command, args: [MULTI_WORKER_PATH] }));
-  if (options.lingerSeq !== undefined) {
-    void fleet.next('holding').then(
-      () => fleet.workers.slice(1).forEach((worker) => worker.send({ type: 'go' })),
-      () => undefined,
-    );
-  }
   const during = (options.during?.(fleet) ?? Promise.resolve()).then(
     () => undefined,
     (error: unknown) => {

@@ -204,7 +204,6 @@ export function runWithHeldFault(
     }),
     during: async (fleet) => {
       const [held, holder] = await fleet.next('holding');
-      for (const other of fleet.workers.slice(1)) other.send({ type: 'go' });
       await options.inject(held, holder, fleet);
       holder.send({ type: 'continue' });
     },

@@ -54,7 +54,7 @@ export interface WorkerConfig {
   readonly linger?: { readonly seq: number; readonly stallMs?: number };
   /** Shift `Date` by `offsetMs`, then by `jumpMs` more after `jumpAfterMs`. */
   readonly clock?: { readonly offsetMs: number; readonly jumpMs?: number; readonly jumpAfterMs?: number };
-  /** Wait for the parent's 'go' before the first section (to let another worker hold the lock first). */
+  /** Wait for the parent's 'go' before the first section (the fleet sends it when a worker first reports holding). */
   readonly waitForGo?: boolean;
   readonly seed: number;
 }
