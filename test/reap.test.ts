@@ -364,8 +364,10 @@ describe('on Redlock (3 masters)', () => {
     const { child, held } = await holder(`redlock:${servers.map((s) => s.url).join(',')}`, 'dead:rl', { livenessMs });
     const admins = servers.map((s) => connect(s));
     const keys = lockKeys('padlock', 'dead:rl');
-    for (const admin of admins) assert.equal((await readLock(admin, keys.lock))?.clients, held.clientId, 'each master records the client');
-    for (const admin of admins) assert.ok((await admin.pttl(livenessKey('padlock', held.clientId))) > 0, 'each master has the liveness key');
+    // The holder returned once a majority granted; the third master's grant (and liveness write) may still be on its way.
+    const onEvery = (check: (admin: (typeof admins)[number]) => Promise<boolean>): Promise<boolean> => eventually(async () => (await Promise.all(admins.map(check))).every(Boolean), 2_000);
+    assert.ok(await onEvery(async (admin) => (await readLock(admin, keys.lock))?.clients === held.clientId), 'each master records the client');
+    assert.ok(await onEvery(async (admin) => (await admin.pttl(livenessKey('padlock', held.clientId))) > 0), 'each master has the liveness key');
     const waiter = new Padlock({ redis: servers.map((s) => connect(s)), reapDeadHolders: true });
     try {
       const waiting = waiter.mutex('dead:rl').acquire({ waitMs: 30_000 });
