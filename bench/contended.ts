@@ -30,6 +30,11 @@ export interface ContendedOptions {
   readonly locks?: number;
   /** In `processes` mode, how many OS processes share the workers (default: one per worker). */
   readonly processes?: number;
+  /**
+   * Seconds the workers run the same loop, unmeasured, before the measured run (default 0), so
+   * that each process's JavaScript is compiled as in a process that has been serving a while.
+   */
+  readonly warmUpSeconds?: number;
 }
 
 export interface ContendedResult extends ContendedMeasures {
@@ -100,6 +105,11 @@ export async function runContended(spec: ContenderSpec, servers: Servers, mode: 
   const processes = mode === 'in-process' ? 1 : Math.min(options.workers, options.processes ?? options.workers);
   const session = mode === 'in-process' ? await openInProcess(spec, servers, options, workload) : await openProcesses(spec, servers, options.workers, processes, workload);
   try {
+    const warmUpMs = (options.warmUpSeconds ?? 0) * 1000;
+    if (warmUpMs > 0) {
+      const startAt = nowMs() + START_DELAY_MS[mode];
+      await session.run({ ...workload, startAt, deadline: startAt + warmUpMs, hardStop: startAt + warmUpMs + DRAIN_LIMIT_MS, thinkMs: options.thinkMs });
+    }
     const ping = await measurePing(where[0] ?? servers.single, 300);
     const counterBefore = await counterSum(admin, workload);
     const statsBefore = await commandStats(meters);

@@ -10,6 +10,7 @@
  *   --rounds N        uncontended rounds per contender (default 20)
  *   --round-ms MS     length of one uncontended round (default 250)
  *   --no-processes    skip the multi-process runs
+ *   --warm-up S       seconds each multi-process run runs unmeasured first (default 30)
  *   --masters N       masters of the Redlock set (default 5, at least 3)
  *   --no-redlock      skip the Redlock runs
  *   --no-scale        skip the scale rows
@@ -66,6 +67,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '20' },
     'round-ms': { type: 'string', default: '250' },
     'no-processes': { type: 'boolean', default: false },
+    'warm-up': { type: 'string', default: '30' },
     masters: { type: 'string', default: '5' },
     'no-redlock': { type: 'boolean', default: false },
     'no-scale': { type: 'boolean', default: false },
@@ -99,6 +101,9 @@ const thinkMs = positive('think-ms', args['think-ms'], false);
 const rounds = Math.max(1, positive('rounds', args.rounds, true));
 const roundMs = positive('round-ms', args['round-ms'], false);
 const withProcesses = !args['no-processes'];
+// Each worker process compiles its JavaScript as it runs: measured from its first second, a
+// multi-process run measures V8 compiling the library (see bench/README.md, "Warm processes").
+const warmUpSeconds = positive('warm-up', args['warm-up'], false);
 const masterCount = positive('masters', args.masters, true);
 if (masterCount < 3) throw new Error(`--masters must be at least 3 (a Redlock set needs a majority that survives the loss of one), got ${masterCount}`);
 const readWriteOnly = args['read-write-only'];
@@ -116,6 +121,7 @@ const scale: ScaleOptions = {
   processes: withProcesses ? positive('scale-processes', args['scale-processes'], true) : 0,
   seconds: positive('scale-seconds', args['scale-seconds'], false),
   thinkMs,
+  warmUpSeconds,
   leases: Math.max(1, positive('scale-leases', args['scale-leases'], true)),
   waiters: Math.max(1, positive('scale-waiters', args['scale-waiters'], true)),
   leaseMs: scaleLeaseMs,
@@ -183,7 +189,7 @@ async function contend(lineup: readonly ContenderSpec[], servers: Servers, optio
   for (const mode of modes) {
     log(`contended${what}, ${mode}…`);
     for (const spec of lineup) {
-      const result = await runContended(spec, servers, mode, options);
+      const result = await runContended(spec, servers, mode, mode === 'processes' ? { ...options, warmUpSeconds } : options);
       log(`  ${spec.label}: ${rate(result.perSecond)} acq/s, wait p99 ${fixed(result.waitP99, 1)} ms`);
       results[mode].push(result);
     }
@@ -200,7 +206,8 @@ function contendedSections(results: Record<Mode, ContendedResult[]>, where: stri
   for (const mode of Object.keys(results) as Mode[]) {
     if (results[mode].length === 0) continue;
     const title = mode === 'in-process' ? 'one process, workers share one client' : 'one OS process per worker';
-    out.push('', `## Contended${where}, ${title}: ${workers} workers, one key, ~${thinkMs} ms think, GET+SET inside, ${seconds} s`, '');
+    const length = mode === 'in-process' ? `${seconds} s` : `${seconds} s after ${warmUpSeconds} s unmeasured`;
+    out.push('', `## Contended${where}, ${title}: ${workers} workers, one key, ~${thinkMs} ms think, GET+SET inside, ${length}`, '');
     out.push(contendedTable(results[mode]));
     out.push('', commandsTable(results[mode]));
   }
@@ -316,7 +323,7 @@ function scaleSections(scaled: ScaleRuns): string[] {
   out.push('', `## Scale: many locks, one process: ${cycle}`, '', scaleContendedTable(scaled.contended['in-process']), '', commandsTable(scaled.contended['in-process']));
   if (scaled.contended.processes.length > 0) {
     const perProcess = Math.ceil(scale.workers / scale.processes);
-    out.push('', `## Scale: many locks, ${scale.processes} OS processes of ${perProcess} workers: ${cycle}`, '', scaleContendedTable(scaled.contended.processes), '', commandsTable(scaled.contended.processes));
+    out.push('', `## Scale: many locks, ${scale.processes} OS processes of ${perProcess} workers, after ${warmUpSeconds} s unmeasured: ${cycle}`, '', scaleContendedTable(scaled.contended.processes), '', commandsTable(scaled.contended.processes));
   }
   out.push(
     '',
@@ -381,7 +388,7 @@ async function main(): Promise<void> {
       machine: info,
       peers: Object.fromEntries(PEERS.map((p) => [p.name, p.version])),
       padlock: padlockVersion(),
-      options: { workers, seconds, tuneSeconds, thinkMs, rounds, roundMs, masters: withRedlock ? masterCount : 0, scale: withScale ? scale : null, scaleOnly },
+      options: { workers, seconds, tuneSeconds, thinkMs, warmUpSeconds, rounds, roundMs, masters: withRedlock ? masterCount : 0, scale: withScale ? scale : null, scaleOnly },
       ping,
       coldWake,
       uncontended: core?.uncontended ?? null,

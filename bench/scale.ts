@@ -30,6 +30,8 @@ export interface ScaleOptions {
   /** Length of each many-locks run (s). */
   readonly seconds: number;
   readonly thinkMs: number;
+  /** Seconds each multi-process many-locks run runs unmeasured first. */
+  readonly warmUpSeconds: number;
   /** Leases held and renewed. */
   readonly leases: number;
   /** Acquisitions left waiting, for their memory. */
@@ -72,6 +74,7 @@ export async function runScaleContended(
           thinkMs: options.thinkMs,
           locks: options.locks,
           processes: options.processes,
+          warmUpSeconds: mode === 'processes' ? options.warmUpSeconds : 0,
         });
         log(`  ${mode}, ${spec.label}: ${Math.round(result.perSecond)} acq/s`);
         results[mode].push(result);
