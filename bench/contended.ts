@@ -105,18 +105,20 @@ export async function runContended(spec: ContenderSpec, servers: Servers, mode: 
   const processes = mode === 'in-process' ? 1 : Math.min(options.workers, options.processes ?? options.workers);
   const session = mode === 'in-process' ? await openInProcess(spec, servers, options, workload) : await openProcesses(spec, servers, options.workers, processes, workload);
   try {
-    const warmUpMs = (options.warmUpSeconds ?? 0) * 1000;
-    if (warmUpMs > 0) {
+    // The run that starts `START_DELAY_MS` from now and lasts `seconds`.
+    const planFor = (seconds: number): RunPlan => {
       const startAt = nowMs() + START_DELAY_MS[mode];
-      await session.run({ ...workload, startAt, deadline: startAt + warmUpMs, hardStop: startAt + warmUpMs + DRAIN_LIMIT_MS, thinkMs: options.thinkMs });
-    }
+      const deadline = startAt + seconds * 1000;
+      return { ...workload, startAt, deadline, hardStop: deadline + DRAIN_LIMIT_MS, thinkMs: options.thinkMs };
+    };
+    const warmUpSeconds = options.warmUpSeconds ?? 0;
+    if (warmUpSeconds > 0) await session.run(planFor(warmUpSeconds));
     const ping = await measurePing(where[0] ?? servers.single, 300);
     const counterBefore = await counterSum(admin, workload);
     const statsBefore = await commandStats(meters);
     const cpuBefore = await redisCpuMs(meters);
-    const startAt = nowMs() + START_DELAY_MS[mode];
-    const deadline = startAt + options.seconds * 1000;
-    const plan: RunPlan = { ...workload, startAt, deadline, hardStop: deadline + DRAIN_LIMIT_MS, thinkMs: options.thinkMs };
+    const plan = planFor(options.seconds);
+    const { startAt, deadline } = plan;
     const collected = await session.run(plan);
     const statsAfter = await commandStats(meters);
     const cpuAfter = await redisCpuMs(meters);
