@@ -31,8 +31,9 @@ export interface ContendedOptions {
   /** In `processes` mode, how many OS processes share the workers (default: one per worker). */
   readonly processes?: number;
   /**
-   * Seconds the workers run the same loop, unmeasured, before the measured run (default 0), so
-   * that each process's JavaScript is compiled as in a process that has been serving a while.
+   * In `processes` mode, seconds the workers run the same loop, unmeasured, before the measured run
+   * (default 0), so that each process's JavaScript is compiled as in a process that has been serving
+   * a while. In one process there is none: that process has run the earlier rows and is compiled.
    */
   readonly warmUpSeconds?: number;
 }
@@ -111,7 +112,7 @@ export async function runContended(spec: ContenderSpec, servers: Servers, mode: 
       const deadline = startAt + seconds * 1000;
       return { ...workload, startAt, deadline, hardStop: deadline + DRAIN_LIMIT_MS, thinkMs: options.thinkMs };
     };
-    const warmUpSeconds = options.warmUpSeconds ?? 0;
+    const warmUpSeconds = mode === 'processes' ? (options.warmUpSeconds ?? 0) : 0;
     if (warmUpSeconds > 0) await session.run(planFor(warmUpSeconds));
     const ping = await measurePing(where[0] ?? servers.single, 300);
     const counterBefore = await counterSum(admin, workload);

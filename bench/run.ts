@@ -189,7 +189,7 @@ async function contend(lineup: readonly ContenderSpec[], servers: Servers, optio
   for (const mode of modes) {
     log(`contended${what}, ${mode}…`);
     for (const spec of lineup) {
-      const result = await runContended(spec, servers, mode, mode === 'processes' ? { ...options, warmUpSeconds } : options);
+      const result = await runContended(spec, servers, mode, options);
       log(`  ${spec.label}: ${rate(result.perSecond)} acq/s, wait p99 ${fixed(result.waitP99, 1)} ms`);
       results[mode].push(result);
     }
@@ -227,7 +227,7 @@ interface CoreRuns {
 }
 
 async function coreRuns(servers: Servers, ping: PingResult): Promise<CoreRuns> {
-  const contended: ContendedOptions = { workers, seconds, thinkMs };
+  const contended: ContendedOptions = { workers, seconds, thinkMs, warmUpSeconds };
   const tuneRun: ContendedOptions = { ...contended, seconds: tuneSeconds };
   const redlock = withRedlock ? redlockLineup(masterCount) : undefined;
 

@@ -30,7 +30,7 @@ export interface ScaleOptions {
   /** Length of each many-locks run (s). */
   readonly seconds: number;
   readonly thinkMs: number;
-  /** Seconds each multi-process many-locks run runs unmeasured first. */
+  /** Seconds each multi-process many-locks run runs unmeasured first (see ContendedOptions). */
   readonly warmUpSeconds: number;
   /** Leases held and renewed. */
   readonly leases: number;
@@ -74,7 +74,7 @@ export async function runScaleContended(
           thinkMs: options.thinkMs,
           locks: options.locks,
           processes: options.processes,
-          warmUpSeconds: mode === 'processes' ? options.warmUpSeconds : 0,
+          warmUpSeconds: options.warmUpSeconds,
         });
         log(`  ${mode}, ${spec.label}: ${Math.round(result.perSecond)} acq/s`);
         results[mode].push(result);
