@@ -11,7 +11,7 @@ import { lockKeys } from '../src/keys.js';
 import { LockLostError, Padlock, PadlockOptionError, QuorumError, type Lease } from '../src/index.js';
 import type { PadlockOptions } from '../src/options.js';
 import { MutexProtocol } from '../src/locks/mutex-protocol.js';
-import type { AcquireReply } from '../src/scripts/index.js';
+import { enqueueScript, type AcquireReply } from '../src/scripts/index.js';
 import { connect, delay, eventually, runCall, startServers } from './harness/redis.js';
 import { holdsOf, isHeld, queuedOwners, readLock } from './harness/lock-state.js';
 
@@ -225,6 +225,32 @@ describe('Redlock over 5 masters', () => {
     assert.ok(await eventually(async () => (await queued()).every((q) => q.length === 0)), `no entry left where it was queued: ${JSON.stringify(await queued())}`);
     await padlock.shared.topology.run(protocol.release(owner, 1));
     for (const i of [3, 4]) await runCall(admins[i]!, protocol.release(contender, 1));
+  });
+
+  it('a woken waiter waits for a majority of the masters to run the release before it tries again (one attempt, not a wasted one)', async () => {
+    const name = 'rl:wake-majority';
+    const keys = lockKeys('padlock', name);
+    const holder = await redlock().mutex(name).acquire();
+    const protocol = new MutexProtocol(keys, 'mutex', 'unused');
+    const waiting = redlock().mutex(name).acquire({ waitMs: 10_000 });
+    assert.ok(await eventually(async () => (await Promise.all(admins.map((a) => queuedOwners(a, keys.queue)))).every((q) => q.length === 1)), 'the waiter is queued on every master');
+    // Count the waiter's attempts on master 4 from here on (the test's own calls are EVALs, not EVALSHAs).
+    await admins[4]!.config('SET', 'slowlog-log-slower-than', '0');
+    await admins[4]!.slowlog('RESET');
+    try {
+      // The release runs on master 0 first; the other four run it a moment later (well inside WAKE_GATHER_MS).
+      await runCall(admins[0]!, protocol.release(holder.owner, 1));
+      await delay(2);
+      await Promise.all([1, 2, 3, 4].map((i) => runCall(admins[i]!, protocol.release(holder.owner, 1))));
+      const lease = await waiting;
+      const log = (await admins[4]!.slowlog('GET', 1_000)) as [number, number, number, string[]][];
+      const attempts = log.filter(([, , , args]) => args[0]?.toLowerCase() === 'evalsha' && args[1] === enqueueScript.sha);
+      assert.equal(attempts.length, 1, 'an attempt sent on master 0\'s wake-up alone would have found the lock still held on master 4, and been sent again');
+      await lease.release();
+    } finally {
+      await admins[4]!.config('SET', 'slowlog-log-slower-than', '10000');
+    }
+    await holder.release().catch(() => undefined);
   });
 
   it('a hold whose renewals lose the majority is lost, and its holder is told', async () => {

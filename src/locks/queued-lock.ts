@@ -17,6 +17,14 @@ import type { QueueMode } from './mutex-protocol.js';
 /** A waiter refreshes its place in the queue at least this often. */
 const HEARTBEAT_MS = 1_000;
 
+/**
+ * The longest a woken waiter waits for the other servers' wake-ups where it needs several
+ * (`Topology.wakeUps`): a release is sent to every master at once, so the others' follow within a
+ * round trip or two; a master that never sends one (down, or its queue named another waiter)
+ * costs at most this, less than a split vote's back-off (5–50 ms).
+ */
+export const WAKE_GATHER_MS = 10;
+
 /** The calls a queued wait makes: a kind's protocol provides them. */
 export interface QueueProtocol {
   /** The channel on which this Padlock's waiters of this lock are woken or handed the hold. */
@@ -123,6 +131,7 @@ export abstract class QueuedLock extends Lock {
             if (isPlace(place) && !takenOut(message, place)) this.#unqueue(owner, place);
             return grant;
           }
+          if (watch !== undefined) await gatherWakeUps(watch, owner, this.shared.topology.wakeUps - 1, scope);
         }
         // Woken but beaten to the lock: back to the head of the queue, not the tail.
         mode = message === undefined || message === null ? 'queue' : 'requeue';
@@ -151,6 +160,20 @@ export abstract class QueuedLock extends Lock {
   #leave(owner: string): void {
     const leave = this.shared.topology.run(this.protocol.leave(owner));
     this.shared.runtime.track(leave.catch(() => undefined));
+  }
+}
+
+/**
+ * Waits, briefly, for `more` wake-ups addressed to `owner` (the other masters' for the same release),
+ * so that the waiter's next attempt finds the release run on a majority.
+ */
+async function gatherWakeUps(watch: Watch, owner: string, more: number, scope: WaitScope): Promise<void> {
+  const until = monotonicNow() + WAKE_GATHER_MS;
+  for (let got = 0; got < more; got++) {
+    const left = Math.min(until - monotonicNow(), scope.remainingMs);
+    if (left <= 0) return;
+    const message = watch.take(owner) ?? (await watch.sleep(left, scope.stop, owner));
+    if (message === null) return;
   }
 }
 

@@ -100,6 +100,7 @@ export class Redlock implements Topology {
   /** A grant counts once a majority confirmed it: handoff messages are never taken at their word. */
   readonly confirmsGrants = true;
   readonly shardedPubSub = false;
+  readonly wakeUps: number;
   /** How many masters make a majority. */
   readonly quorum: number;
   readonly #masters: readonly Master[];
@@ -109,6 +110,7 @@ export class Redlock implements Topology {
   constructor(connections: readonly CommandConnection[], readonly replyTimeoutMs: number) {
     this.#masters = connections.map((connection) => ({ address: connection.address, runner: new ScriptRunner(connection), connection, attempts: new InFlight() }));
     this.quorum = Math.floor(connections.length / 2) + 1;
+    this.wakeUps = this.quorum;
     this.#nodeTimeoutMs = Math.min(NODE_TIMEOUT_MS, replyTimeoutMs);
     this.description = `Redlock over ${connections.length} masters`;
   }

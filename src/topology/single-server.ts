@@ -20,6 +20,7 @@ export class SingleServer implements Topology {
   readonly description: string;
   readonly extraReplyMs: number;
   readonly confirmsGrants: boolean;
+  readonly wakeUps = 1;
   readonly shardedPubSub: boolean;
   readonly #connection: CommandConnection;
   readonly #runner: ScriptRunner;

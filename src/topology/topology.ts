@@ -88,6 +88,13 @@ export interface Topology {
    * word.
    */
   readonly confirmsGrants: boolean;
+  /**
+   * How many wake-ups a woken waiter gathers before it tries again, each from a server that ran the
+   * release (for at most a few ms after the first): 1 where one server decides; a majority
+   * on Redlock, where an attempt sent on the first master's wake-up would reach masters that have
+   * not yet run the release, find the lock still held there, and be wasted.
+   */
+  readonly wakeUps: number;
   /** Whether a lock's channels are sharded (SPUBLISH/SSUBSCRIBE, on a Cluster) rather than classic. */
   readonly shardedPubSub: boolean;
   /**
