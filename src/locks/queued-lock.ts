@@ -23,7 +23,7 @@ const HEARTBEAT_MS = 1_000;
  * round trip or two; a master that never sends one (down, or its queue named another waiter)
  * costs at most this, less than a split vote's back-off (5–50 ms).
  */
-export const WAKE_GATHER_MS = 10;
+const WAKE_GATHER_MS = 10;
 
 /** The calls a queued wait makes: a kind's protocol provides them. */
 export interface QueueProtocol {
