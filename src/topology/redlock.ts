@@ -100,7 +100,6 @@ export class Redlock implements Topology {
   /** A grant counts once a majority confirmed it: handoff messages are never taken at their word. */
   readonly confirmsGrants = true;
   readonly shardedPubSub = false;
-  readonly wakeUps: number;
   /** How many masters make a majority. */
   readonly quorum: number;
   readonly #masters: readonly Master[];
@@ -110,9 +109,13 @@ export class Redlock implements Topology {
   constructor(connections: readonly CommandConnection[], readonly replyTimeoutMs: number) {
     this.#masters = connections.map((connection) => ({ address: connection.address, runner: new ScriptRunner(connection), connection, attempts: new InFlight() }));
     this.quorum = Math.floor(connections.length / 2) + 1;
-    this.wakeUps = this.quorum;
     this.#nodeTimeoutMs = Math.min(NODE_TIMEOUT_MS, replyTimeoutMs);
     this.description = `Redlock over ${connections.length} masters`;
+  }
+
+  /** A woken waiter tries again once a majority of masters woke it (they ran the release). */
+  get wakeUps(): number {
+    return this.quorum;
   }
 
   run<Result>(call: ScriptCall<Result>): Promise<Result> {
