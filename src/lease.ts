@@ -63,7 +63,11 @@ export class Lease implements AsyncDisposable {
     return this.#release === undefined && this.#hold.alive;
   }
 
-  /** Aborted with a `LockLostError` the moment the lock is known lost; never aborted by a release. */
+  /**
+   * Aborted with a `LockLostError` the moment the lock is known lost, or with `PadlockClosedError`
+   * just before `close()` (or `releaseOnExit`) releases a hold whose code may still run; never
+   * aborted by the lease's own release.
+   */
   get signal(): AbortSignal {
     return this.#hold.signal;
   }

@@ -12,6 +12,8 @@ import type { CommandConnection } from './redis/connection.js';
 export const MAX_MS = 2_147_483_647;
 /** Shortest reply time-out: below this, an ordinary busy moment of Redis would read as an outage. */
 export const MIN_REPLY_TIMEOUT_MS = 100;
+/** How long close() lets running `withLock` functions finish by default (`drainMs`). */
+export const DEFAULT_DRAIN_MS = 10_000;
 /** Shortest lease: below this, network jitter alone would lose the lock. */
 export const MIN_LEASE_MS = 10;
 /** Shortest liveness expiry: below this, a busy moment of the event loop would read as a death. */
@@ -69,13 +71,25 @@ export interface PadlockOptions {
   replicas?: ReplicaOptions | undefined;
   /**
    * Release every lock this Padlock holds when the process gets SIGTERM or SIGINT, then let the
-   * process end as it would have: padlock closes itself (as `close()` does, within 5 s) and, when
+   * process end as it would have: padlock closes itself as `close()` does (running `withLock`
+   * functions get `drainMs` to finish, then are told through `lease.signal` before their locks are
+   * released; the releases take at most 5 s more) and, when
    * nothing else listens for the signal, raises it again, so the process ends by that signal as it
    * would have without padlock. When the application listens for the signal too, the process is
    * the application's to end: padlock only releases. Listeners are removed by `close()`.
    * @default false
    */
   releaseOnExit?: boolean | undefined;
+  /**
+   * How long `close()` (and so `releaseOnExit`) lets running `withLock` functions finish before it
+   * releases their locks, in milliseconds. Their leases keep renewing meanwhile; new acquisitions
+   * are refused and pending waits rejected at once. A function still running at the end has its
+   * `lease.signal` aborted with `PadlockClosedError` before its lock is released, and its
+   * `withLock` rejects. 10 s plus close()'s 5 s for the releases fits in Kubernetes' default 30 s
+   * between SIGTERM and SIGKILL. From 0 to 2 147 483 647; `close({ drainMs })` overrides it per call.
+   * @default 10000
+   */
+  drainMs?: number | undefined;
   /**
    * Metrics through OpenTelemetry (see the README's Metrics section for the instruments). By
    * default padlock records to the global `MeterProvider` of `@opentelemetry/api` if the
@@ -166,6 +180,7 @@ export interface ResolvedPadlockOptions {
   readonly replyTimeoutMs: number;
   readonly replicas: ReplicaOptions | undefined;
   readonly releaseOnExit: boolean;
+  readonly drainMs: number;
   /** `undefined`: metrics off. */
   readonly metrics: ResolvedMetricsOptions | undefined;
   readonly livenessMs: number;
@@ -205,6 +220,29 @@ function rejectUnknown(where: string, options: Record<string, unknown>, known: r
   }
 }
 
+/** Checks a drain time: 0 to 2 147 483 647 ms. */
+export function checkDrainMs(option: string, value: unknown): number {
+  return checkMs(option, value, 0, false);
+}
+
+/** Options of `padlock.close(options)`. */
+export interface CloseOptions {
+  /**
+   * How long running `withLock` functions may go on before their locks are released, in
+   * milliseconds (see `PadlockOptions.drainMs`, whose value is the default). 0 tells them and
+   * releases at once.
+   */
+  drainMs?: number | undefined;
+}
+
+/** Validates `close(options)`; `fallback` is the Padlock's `drainMs`. */
+export function resolveCloseOptions(options: unknown, fallback: number): number {
+  if (options === undefined) return fallback;
+  if (!isPlainObject(options)) throw new PadlockOptionError('options', 'an object { drainMs? }', options);
+  rejectUnknown('options', options, ['drainMs']);
+  return options.drainMs === undefined ? fallback : checkDrainMs('drainMs', options.drainMs);
+}
+
 /** Checks a lease: 10 to 2 147 483 647 ms; a fraction is rounded up (Redis expiries are whole milliseconds). */
 export function checkLeaseMs(option: string, value: unknown): number {
   return Math.ceil(checkMs(option, value, MIN_LEASE_MS, false));
@@ -213,8 +251,8 @@ export function checkLeaseMs(option: string, value: unknown): number {
 /** Validates `new Padlock(options)`. */
 export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions & { readonly redis: CommandConnection | readonly CommandConnection[] } {
   if (!isPlainObject(options)) throw new PadlockOptionError('options', 'an object with at least { redis }', options);
-  rejectUnknown('options', options, ['redis', 'prefix', 'leaseMs', 'replyTimeoutMs', 'replicas', 'releaseOnExit', 'metrics', 'livenessMs', 'reapDeadHolders']);
-  const { redis, prefix = 'padlock', leaseMs = 30_000, replyTimeoutMs = 5_000, replicas, releaseOnExit = false, livenessMs = 10_000, reapDeadHolders = false } = options;
+  rejectUnknown('options', options, ['redis', 'prefix', 'leaseMs', 'replyTimeoutMs', 'replicas', 'releaseOnExit', 'drainMs', 'metrics', 'livenessMs', 'reapDeadHolders']);
+  const { redis, prefix = 'padlock', leaseMs = 30_000, replyTimeoutMs = 5_000, replicas, releaseOnExit = false, drainMs = DEFAULT_DRAIN_MS, livenessMs = 10_000, reapDeadHolders = false } = options;
   const masters = Array.isArray(redis) ? checkMasters(redis as unknown[]) : undefined;
   const single = masters === undefined ? connectionFor('redis', redis) : undefined;
   const checkedPrefix = checkPrefix(prefix);
@@ -234,6 +272,7 @@ export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions 
     replyTimeoutMs: replyTimeout,
     replicas: checkedReplicas,
     releaseOnExit,
+    drainMs: checkDrainMs('drainMs', drainMs),
     metrics,
     livenessMs: liveness,
     reapDeadHolders,

@@ -12,7 +12,7 @@ import { Mutex } from './locks/mutex.js';
 import { readWriteLock, type ReadWriteLock } from './locks/read-write.js';
 import { MultiLock, type MultiLockable } from './locks/multi.js';
 import { checkPermits, Semaphore, type SemaphoreLock } from './locks/semaphore.js';
-import { checkName, resolvePadlockOptions, type AcquireOptions, type PadlockOptions } from './options.js';
+import { checkName, resolveCloseOptions, resolvePadlockOptions, type AcquireOptions, type CloseOptions, type PadlockOptions } from './options.js';
 import { PadlockOptionError } from './errors.js';
 import type { CommandConnection } from './redis/connection.js';
 import { Runtime } from './runtime.js';
@@ -54,6 +54,8 @@ export class Padlock extends EventEmitter<PadlockEvents> {
   readonly prefix: string;
   /** The default lease in milliseconds. */
   readonly leaseMs: number;
+  /** How long `close()` lets running `withLock` functions finish before it releases their locks, in milliseconds (`drainMs`). */
+  readonly drainMs: number;
   /** How long this Padlock's liveness key lives after each write, in milliseconds (`livenessMs`). */
   readonly livenessMs: number;
   /** @internal What its locks share. */
@@ -66,6 +68,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
     this.prefix = resolved.prefix;
     this.leaseMs = resolved.leaseMs;
     this.livenessMs = resolved.livenessMs;
+    this.drainMs = resolved.drainMs;
     const emit: Emit = (event, ...args) => {
       // Timers call this: a listener's exception must not escape as an uncaught error, nor may an
       // 'error' event without a listener (EventEmitter would throw it).
@@ -196,13 +199,30 @@ export class Padlock extends EventEmitter<PadlockEvents> {
   }
 
   /**
-   * Rejects pending waits with `PadlockClosedError`, stops renewals, releases the locks this Padlock
-   * holds (best effort, at most 5 s), and closes the connections padlock opened. The `redis`
-   * client passed in stays open: it is the caller's. Safe to call twice.
+   * Closes this Padlock without ever handing a lock to someone else while the code that holds it
+   * runs unwarned:
+   * 1. new acquisitions are refused and pending waits reject with `PadlockClosedError` (a running
+   *    `withLock` function may still re-enter the locks it holds);
+   * 2. running `withLock` functions get `drainMs` (default: the Padlock's `drainMs`, 10 s) to
+   *    finish; their leases keep renewing meanwhile, and each that finishes releases its lock as usual;
+   * 3. every hold left (a function still running, or a lease from `acquire()` not yet released) has
+   *    its `lease.signal` aborted with `PadlockClosedError` — a `withLock` still running then rejects
+   *    with it once its function settles — and only then is it released (best effort, at most 5 s);
+   * 4. renewals stop, and the connections padlock opened close. The `redis` client passed in stays
+   *    open: it is the caller's.
+   *
+   * Safe to call twice (the second call waits for the first, whatever its options).
+   * @throws PadlockOptionError (as a rejection) when `options` is invalid; nothing is closed then
    */
-  close(): Promise<void> {
+  close(options?: CloseOptions): Promise<void> {
+    let drainMs: number;
+    try {
+      drainMs = resolveCloseOptions(options, this.drainMs);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
     forgetOnExit(this);
-    return this.shared.runtime.close();
+    return this.shared.runtime.close(drainMs);
   }
 }
 

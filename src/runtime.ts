@@ -22,6 +22,10 @@ export class Runtime {
   readonly #context = new AsyncLocalStorage<ReadonlyMap<string, Hold>>();
   /** Every pending acquire listens for close() (an Interrupt: one listener per acquisition, interrupt.ts). */
   readonly #closing = new Interrupt();
+  /** Aborted once close() has drained and starts releasing: re-entries of held locks stop then too. */
+  readonly #releasing = new Interrupt();
+  /** The `withLock` functions running now (settled views of them): close() lets them finish within its drain. */
+  readonly #scoped = new Set<Promise<void>>();
   /** Clean-up calls sent on a caller's behalf after it stopped waiting (leaving a queue): close() waits for them. */
   readonly #cleanups = new Set<Promise<unknown>>();
   #closed: Promise<void> | undefined;
@@ -39,9 +43,22 @@ export class Runtime {
     return this.#closing;
   }
 
-  /** Throws `PadlockClosedError` if closed. */
+  /** Aborted when `close()` has let running `withLock` functions finish and starts releasing. */
+  get releasing(): Abortable {
+    return this.#releasing;
+  }
+
+  /** Throws `PadlockClosedError` if closed (or closing). */
   assertOpen(name?: string): void {
     if (this.#closing.aborted) throw new PadlockClosedError(name);
+  }
+
+  /**
+   * Throws `PadlockClosedError` once close() releases: a re-entry of a lock held here is still
+   * served while close() drains, since the function that makes it is being let finish.
+   */
+  assertHolding(name?: string): void {
+    if (this.#releasing.aborted) throw new PadlockClosedError(name);
   }
 
   /** Holds known to this Padlock (for tests and tooling). */
@@ -61,11 +78,24 @@ export class Runtime {
     return hold?.alive === true ? hold : undefined;
   }
 
-  /** Runs `fn` with `hold` bound to the async context, so nested acquisitions re-enter it. */
-  runInContext<T>(hold: Hold, fn: () => T): T {
+  /**
+   * Runs a `withLock` call (its function and its release) with `holds` bound to the async context,
+   * so nested acquisitions re-enter them, and keeps it in view until it settles: close() lets it
+   * finish (within its drain) before it releases what is left.
+   */
+  runScoped<T>(holds: readonly Hold[], fn: () => T | Promise<T>): Promise<T> {
     const store = new Map(this.#context.getStore());
-    store.set(hold.keys.lock, hold);
-    return this.#context.run(store, fn);
+    for (const hold of holds) store.set(hold.keys.lock, hold);
+    let body: Promise<T>;
+    try {
+      body = Promise.resolve(this.#context.run(store, fn));
+    } catch (error) {
+      body = Promise.reject(error);
+    }
+    const settled = body.then(ignore, ignore);
+    this.#scoped.add(settled);
+    void settled.then(() => this.#scoped.delete(settled));
+    return body;
   }
 
   /** Starts tracking a new hold (and renewing it). */
@@ -108,18 +138,25 @@ export class Runtime {
   }
 
   /**
-   * Rejects waits, stops renewal, releases held locks, finishes clean-ups and deletes the liveness
-   * key (best effort, bounded), closes the subscriber.
+   * Refuses new acquisitions and rejects waits; lets running `withLock` functions finish for up to
+   * `drainMs` (their holds renew meanwhile); then tells every hold left (its signal aborts with
+   * `PadlockClosedError`) before it stops renewal and releases them, finishes clean-ups and deletes
+   * the liveness key (best effort, bounded), and closes the subscriber.
    */
-  close(): Promise<void> {
-    this.#closed ??= this.#close();
+  close(drainMs: number): Promise<void> {
+    this.#closed ??= this.#close(drainMs);
     return this.#closed;
   }
 
-  async #close(): Promise<void> {
+  async #close(drainMs: number): Promise<void> {
     this.#closing.abort(new PadlockClosedError());
+    await this.#drain(drainMs);
+    this.#releasing.abort(new PadlockClosedError());
     this.watchdog.stop();
     const holds = [...this.#holds.values()];
+    // Told before released: a function still running sees its signal abort before anyone else can
+    // take its lock, and its withLock rejects with this error once it settles.
+    for (const hold of holds) hold.abortSignal(new PadlockClosedError(hold.name));
     const releases = Promise.allSettled(
       holds.map(async (hold) => {
         try {
@@ -138,7 +175,19 @@ export class Runtime {
     for (const hold of holds) this.released(hold);
     await this.subscriber.close();
   }
+
+  /** Waits until no `withLock` function runs (nested ones may start meanwhile), or `drainMs` has passed. */
+  async #drain(drainMs: number): Promise<void> {
+    const deadline = monotonicNow() + drainMs;
+    while (this.#scoped.size > 0) {
+      const left = deadline - monotonicNow();
+      if (left <= 0) return;
+      await settleWithin(Promise.all(this.#scoped), left);
+    }
+  }
 }
+
+function ignore(): void {}
 
 /** A hold's key in the registry: one per lock and owner. */
 function holdKey(lock: string, owner: string): string {

@@ -1,6 +1,7 @@
 /**
- * `releaseOnExit`: on SIGTERM or SIGINT, every Padlock that asked for it closes (releasing the locks
- * it holds, within close()'s 5 s), and then the process ends as it would have without padlock.
+ * `releaseOnExit`: on SIGTERM or SIGINT, every Padlock that asked for it closes as `close()` does
+ * (running `withLock` functions get its `drainMs` to finish, are told, then their locks and the
+ * rest are released), and then the process ends as it would have without padlock.
  *
  * - One listener per signal for the whole process, however many Padlocks: no MaxListeners warning,
  *   and one re-raise. It is added with the first such Padlock and removed with the last one's
@@ -21,10 +22,12 @@ export const EXIT_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 /** What shutdown needs of a Padlock. */
 export interface Closable {
   close(): Promise<void>;
+  /** How long its close() lets running `withLock` functions finish first. */
+  readonly drainMs: number;
 }
 
-/** Longer than close() can take (5 s): keeps the process alive while it releases. */
-const KEEP_ALIVE_MS = 10_000;
+/** Longer than close() takes to release once drained (5 s): added to the longest drain, it keeps the process alive while padlock closes. */
+const RELEASE_KEEP_ALIVE_MS = 10_000;
 
 const registered = new Set<Closable>();
 let releasing: Promise<void> | undefined;
@@ -61,7 +64,7 @@ function onSignal(signal: NodeJS.Signals): void {
   const padlocks = [...registered];
   if (debugEnabled) debug(`${signal}: releasing the locks of ${padlocks.length} Padlock(s)${reraise ? `, then raising ${signal} again` : ' (the application handles the signal)'}`);
   // Whatever the application has left open, the process stays until the locks are released.
-  const keepAlive = setTimeout(() => undefined, KEEP_ALIVE_MS);
+  const keepAlive = setTimeout(() => undefined, Math.max(...padlocks.map((padlock) => padlock.drainMs)) + RELEASE_KEEP_ALIVE_MS);
   releasing = Promise.allSettled(padlocks.map((padlock) => padlock.close())).then(() => {
     clearTimeout(keepAlive);
     releasing = undefined;

@@ -53,7 +53,7 @@ for (const factory of TOPOLOGIES.filter((f) => CHOSEN.has(f.name))) {
         const r = await read.acquire({ waitMs: 0 });
         assert.equal(r.fence, w.fence);
         await w.release();
-        await padlock.shared.runtime.runInContext(r.hold, async () => {
+        await padlock.shared.runtime.runScoped([r.hold], async () => {
           await assert.rejects(write.acquire(), LockUpgradeError);
         });
         await new Promise((resolve) => setTimeout(resolve, 1_500)); // past the lease: the watchdog renews it

@@ -164,7 +164,7 @@ describe('readWrite: re-entry, downgrade, upgrade', () => {
     const w = await write.acquire();
     const otherWriter = padlockOn(server).readWrite('rw:down').write.acquire({ waitMs: 20_000 });
     assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 1));
-    const r = await padlock.shared.runtime.runInContext(w.hold, () => read.acquire({ waitMs: 0 }));
+    const r = await padlock.shared.runtime.runScoped([w.hold], () => read.acquire({ waitMs: 0 }));
     assert.equal(r.fence, w.fence);
     assert.notEqual(r.owner, w.owner);
     await w.release();
@@ -195,7 +195,7 @@ describe('readWrite: re-entry, downgrade, upgrade', () => {
     const { read, write } = padlock.readWrite('rw:up');
     const r = await read.acquire();
     // No waitMs: an upgrade that waited would wait forever (its own read hold), so rejecting proves it did not.
-    const byContext = padlock.shared.runtime.runInContext(r.hold, () => write.acquire());
+    const byContext = padlock.shared.runtime.runScoped([r.hold], () => write.acquire());
     await assert.rejects(byContext, (e: unknown) => e instanceof LockUpgradeError && e.code === 'LOCK_UPGRADE' && e.lock === 'rw:up');
     const byOwner = padlockOn(server).readWrite('rw:up').write.acquire({ owner: r.owner });
     await assert.rejects(byOwner, (e: unknown) => e instanceof LockUpgradeError && e.owner === r.owner);

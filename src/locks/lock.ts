@@ -108,7 +108,7 @@ export abstract class Lock implements Lockable, HoldLock {
   }
 
   withLock<T>(fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
-    return withLease(fn, () => this.acquire(options), (lease, body) => this.shared.runtime.runInContext(lease.hold, body));
+    return withLease(fn, () => this.acquire(options), (lease, body) => this.shared.runtime.runScoped([lease.hold], body));
   }
 
   /** A lease's `release()`: releases `count` holds of `hold`, and keeps the books. */
@@ -153,10 +153,13 @@ export abstract class Lock implements Lockable, HoldLock {
   async #acquire(options: AcquireOptions | undefined, defaultWaitMs: number, freshOwner?: string): Promise<Lease> {
     const { runtime, topology } = this.shared;
     const opts = resolveAcquireOptions(options, { waitMs: defaultWaitMs, leaseMs: this.shared.leaseMs });
-    runtime.assertOpen(this.name);
-    opts.signal?.throwIfAborted();
     const existing = freshOwner !== undefined ? undefined : opts.owner === undefined ? runtime.contextHold(this.keys.lock) : runtime.findHold(this.keys.lock, opts.owner);
-    const scope = new WaitScope(this.name, opts.waitMs, opts.signal, runtime.closing, topology.replyTimeoutMs, topology.extraReplyMs, (lock, ms) => topology.noReply(lock, ms));
+    // While close() drains, the functions it lets finish may still re-enter what they hold; nothing new starts.
+    if (existing === undefined) runtime.assertOpen(this.name);
+    else runtime.assertHolding(this.name);
+    opts.signal?.throwIfAborted();
+    const closing = existing === undefined ? runtime.closing : runtime.releasing;
+    const scope = new WaitScope(this.name, opts.waitMs, opts.signal, closing, topology.replyTimeoutMs, topology.extraReplyMs, (lock, ms) => topology.noReply(lock, ms));
     const { observer } = this.shared;
     if (observer !== undefined) scope.onHeld = (first) => observer.held(this, first);
     try {

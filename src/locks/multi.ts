@@ -8,7 +8,6 @@
  */
 import { monotonicNow } from '../clock.js';
 import { LockNotHeldError, LockTimeoutError } from '../errors.js';
-import type { Hold } from '../hold.js';
 import { lockKeys } from '../keys.js';
 import type { Lease } from '../lease.js';
 import { resolveAcquireOptions, type AcquireOptions, type ResolvedAcquireOptions } from '../options.js';
@@ -74,7 +73,7 @@ export class MultiLock implements MultiLockable {
   }
 
   withLock<T>(fn: (lease: MultiLease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
-    return withLease(fn, () => this.acquire(options), (lease, body) => this.#inContext(lease.holds, body));
+    return withLease(fn, () => this.acquire(options), (lease, body) => this.shared.runtime.runScoped(lease.holds, body));
   }
 
   async isLocked(): Promise<boolean> {
@@ -89,20 +88,19 @@ export class MultiLock implements MultiLockable {
     return released.includes(true);
   }
 
-  /** Runs `fn` with every hold bound to the async context. */
-  #inContext<T>(holds: readonly Hold[], fn: () => T): T {
-    return holds.reduceRight<() => T>((inner, hold) => () => this.shared.runtime.runInContext(hold, inner), fn)();
-  }
-
   async #acquire(options: AcquireOptions | undefined, defaultWaitMs: number): Promise<MultiLease> {
     const { runtime } = this.shared;
     const opts = resolveAcquireOptions(options, { waitMs: defaultWaitMs, leaseMs: this.shared.leaseMs });
-    runtime.assertOpen(this.name);
+    const contextOwner = this.#contextOwner();
+    // While close() drains, a function it lets finish may re-enter what it holds (a fresh name is
+    // refused by its mutex); nothing new starts.
+    if (contextOwner === undefined) runtime.assertOpen(this.name);
+    else runtime.assertHolding(this.name);
     opts.signal?.throwIfAborted();
     const startedAt = monotonicNow();
     // One owner for every name: the one asked for, or that of a name this context holds already
     // (its fresh names join that owner), or a new one.
-    const owner = opts.owner ?? this.#contextOwner() ?? newOwnerToken();
+    const owner = opts.owner ?? contextOwner ?? newOwnerToken();
     const taken: Lease[] = [];
     try {
       for (const [i, mutex] of this.#mutexes.entries()) {

@@ -16,28 +16,32 @@ export async function leaseOrNull<L>(acquiring: Promise<L>): Promise<L | null> {
 }
 
 /**
- * `withLock`: acquires, runs `fn` with the lease (`inContext` binds its holds to the async context,
- * so nested acquisitions re-enter them), and releases in `finally`. If the lock was lost while `fn`
- * ran, rejects with the `LockLostError` even when `fn` succeeded.
+ * `withLock`: acquires, runs `fn` with the lease and releases it, all within `scoped` (which binds
+ * the lease's holds to the async context, so nested acquisitions re-enter them, and lets close()
+ * see the call running until its release is done). If the lock was lost while `fn` ran, or close()
+ * released it, rejects with the lease's signal's reason (`LockLostError`, `PadlockClosedError`) even
+ * when `fn` succeeded: its lock did not cover the whole of `fn`.
  */
 export async function withLease<L extends Lease, T>(
   fn: (lease: L) => T | Promise<T>,
   acquire: () => Promise<L>,
-  inContext: (lease: L, body: () => T | Promise<T>) => T | Promise<T>,
+  scoped: (lease: L, body: () => Promise<T>) => Promise<T>,
 ): Promise<T> {
   if (typeof fn !== 'function') throw new PadlockOptionError('fn', 'a function', fn);
   const lease = await acquire();
-  let result: T;
-  try {
-    result = await inContext(lease, () => fn(lease));
-  } catch (error) {
-    await lease.release().catch(() => undefined);
-    throw error;
-  }
-  if (lease.signal.aborted) {
-    await lease.release().catch(() => undefined);
-    throw lease.signal.reason;
-  }
-  await lease.release();
-  return result;
+  return scoped(lease, async () => {
+    let result: T;
+    try {
+      result = await fn(lease);
+    } catch (error) {
+      await lease.release().catch(() => undefined);
+      throw error;
+    }
+    if (lease.signal.aborted) {
+      await lease.release().catch(() => undefined);
+      throw lease.signal.reason;
+    }
+    await lease.release();
+    return result;
+  });
 }
