@@ -4,7 +4,7 @@
  * kind supplies its protocol: how to take, re-enter, renew and release one hold, and how to wait
  * for its turn. It runs its calls through the Padlock's topology and never knows which one it is.
  */
-import { monotonicNow } from '../clock.js';
+import { driftMs, monotonicNow } from '../clock.js';
 import { newOwnerToken } from '../tokens.js';
 import { LockNotHeldError, PadlockClosedError } from '../errors.js';
 import { holdEvent } from '../events.js';
@@ -33,7 +33,9 @@ export interface Lockable {
   /** The lock's name. */
   readonly name: string;
   /**
-   * Waits for the lock (up to `waitMs`, default forever) and returns its lease.
+   * Waits for the lock (up to `waitMs`, default forever) and returns its lease, which always has
+   * time left by this client's conservative clock: a grant whose reply came after its lease ran out
+   * (a stalled server) is renewed if still held, else given back and the wait goes on.
    * Rejects with `LockTimeoutError` when `waitMs` runs out, with `signal.reason` at once when
    * aborted, with `RedisUnavailableError` when Redis does not answer a call in time.
    */
@@ -168,7 +170,7 @@ export abstract class Lock implements Lockable, HoldLock {
       else if (opts.owner !== undefined) lease = await this.#reenterRemote(opts.owner, opts, scope);
       else {
         const owner = freshOwner ?? newOwnerToken();
-        lease = this.#newHold(owner, await this.obtain(owner, opts, scope), opts, scope);
+        lease = this.#newHold(owner, await this.#obtainInTime(owner, opts, scope), opts, scope);
       }
       observer?.acquireEnded(this, existing === undefined && opts.owner === undefined ? 'acquired' : 'reentered', scope.waitedMs, since(scope.firstHeldAt));
       return lease;
@@ -178,6 +180,38 @@ export abstract class Lock implements Lockable, HoldLock {
     } finally {
       scope.dispose();
     }
+  }
+
+  /**
+   * {@link obtain}, but never a grant whose lease has already run out by this client's conservative
+   * clock (a server stall, a late reply, a handoff read late): such a grant is renewed at once if the
+   * server still has it for `owner`, else given back, and the wait goes on within its scope (a
+   * time-out then is `LockTimeoutError`, as for any wait).
+   */
+  async #obtainInTime(owner: string, opts: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant> {
+    let grant = await this.obtain(owner, opts, scope);
+    while (!inTime(grant, opts.leaseMs)) {
+      const renewed = await this.#renewGrant(owner, grant, opts, scope);
+      if (renewed !== undefined) {
+        grant = renewed;
+        continue;
+      }
+      // Given back before the next attempt, which runs under the same owner: a release arriving
+      // after it would take the new grant away.
+      await scope.race(this.#releaseOrphan(owner, 1));
+      scope.check();
+      if (scope.remainingMs === 0) throw scope.timeout();
+      grant = await this.obtain(owner, opts, scope);
+    }
+    return grant;
+  }
+
+  /** Renews a grant not yet handed out: the same grant with the server's new remaining lease, or `undefined` if `owner` no longer holds it. */
+  async #renewGrant(owner: string, grant: Grant, opts: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant | undefined> {
+    const hold = new Hold(this.keys, owner, grant.fence, this, opts.leaseMs, opts.autoExtend, grant.sentAt, grant.pttl);
+    const sentAt = monotonicNow();
+    const [pttl] = await scope.race(this.shared.topology.run(this.renewCall([hold], opts.leaseMs)));
+    return pttl !== undefined && pttl > 0 ? { ...grant, pttl, sentAt } : undefined;
   }
 
   /** Starts tracking a hold Redis just granted, and hands out its first lease. */
@@ -222,12 +256,30 @@ export abstract class Lock implements Lockable, HoldLock {
       if (late !== null) this.giveBack(owner, 1);
     });
     if (grant === null) throw new LockNotHeldError(this.name, owner, 're-enter');
-    return grant;
+    if (inTime(grant, opts.leaseMs)) return grant;
+    // Out of time on arrival (a stall): renewed if still held, else the count goes back and the caller hears the loss.
+    const renewed = await this.#renewGrant(owner, grant, opts, scope);
+    if (renewed !== undefined && inTime(renewed, opts.leaseMs)) return renewed;
+    this.giveBack(owner, 1);
+    throw new LockNotHeldError(this.name, owner, 're-enter');
   }
 
   /** Releases holds obtained by an attempt whose caller had already given up (best effort). */
   protected giveBack(owner: string, count: number): void {
-    const orphan = new Hold(this.keys, owner, 0, this, this.shared.leaseMs, false, 0, 0);
-    this.releaseInRedis(orphan, count).catch(() => undefined);
+    void this.#releaseOrphan(owner, count);
   }
+
+  /** Releases `count` holds of `owner` that no lease was made for; never rejects (they may be gone already). */
+  #releaseOrphan(owner: string, count: number): Promise<void> {
+    const orphan = new Hold(this.keys, owner, 0, this, this.shared.leaseMs, false, 0, 0);
+    return this.releaseInRedis(orphan, count).then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+}
+
+/** Whether a grant still has lease left by this client's conservative clock (hold.ts's deadline). */
+function inTime(grant: Grant, leaseMs: number): boolean {
+  return monotonicNow() < grant.sentAt + grant.pttl - driftMs(leaseMs);
 }
