@@ -219,7 +219,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
     try {
       drainMs = resolveCloseOptions(options, this.drainMs);
     } catch (error) {
-      return Promise.reject(error as Error);
+      return Promise.reject(error);
     }
     forgetOnExit(this);
     return this.shared.runtime.close(drainMs);

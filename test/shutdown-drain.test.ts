@@ -7,13 +7,13 @@
  * drain), and no update is lost; past the drain, its signal aborts with `PadlockClosedError` before
  * the lock is released and its `withLock` rejects with it.
  */
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { Padlock, PadlockClosedError, PadlockOptionError, type Lease } from '../src/index.js';
-import { fixture } from './harness/children.js';
+import { forkFixture } from './harness/children.js';
 import { EVERY_KIND, exclusiveLock, type EveryKind } from './harness/every-kind.js';
 import { connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
 
@@ -31,10 +31,6 @@ let server: RedisServer;
 before(async () => {
   server = await startServer();
 });
-const children: ChildProcess[] = [];
-after(() => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-});
 
 /** An application process and every report it has sent so far. */
 class App {
@@ -43,8 +39,7 @@ class App {
   stderr = '';
 
   constructor(kind: EveryKind, account: string, mode: AppMode, workMs: number, drainMs: number) {
-    this.child = fork(fixture('account-app'), [server.url, kind, account, mode, String(workMs), String(drainMs)], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
-    children.push(this.child);
+    this.child = forkFixture('account-app', [server.url, kind, account, mode, String(workMs), String(drainMs)]);
     this.child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (this.stderr += chunk));
     this.child.on('message', (message) => this.reports.push(message as AppReport));
   }
