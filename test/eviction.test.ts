@@ -6,6 +6,8 @@
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { LockLostError, Padlock, RedisCommandError } from '../src/index.js';
@@ -168,6 +170,24 @@ describe('the eviction warning', () => {
     assert.equal(warningsAbout(addressOf(evicting)).length, 1, 'one warning for the evicting server');
     assert.match(String(warningsAbout(addressOf(evicting))[0]?.message), /maxmemory-policy allkeys-lfu/);
     assert.deepEqual(warningsAbout(addressOf(safe)), [], 'none for the noeviction server');
+  });
+
+  it('is printed by Node on stderr, once, and written to the debug log (NODE_DEBUG=padlock)', async () => {
+    const server = await startServer();
+    await connect(server).config('SET', 'maxmemory-policy', 'allkeys-lru');
+    // Two Padlocks on one client, each taking and renewing a lock.
+    const child = spawn(process.execPath, [fileURLToPath(new URL('./fixtures/debug-child.js', import.meta.url)), server.url, 'ev:child'], {
+      env: { ...process.env, NODE_DEBUG: 'padlock' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    assert.equal(await new Promise((resolve) => child.on('close', resolve)), 0, stderr);
+    const address = addressOf(server).replace(/\./g, '\\.');
+    const printed = stderr.match(new RegExp(`^\\(node:\\d+\\) \\[${EVICTION_WARNING_CODE}\\] PadlockWarning: Redis ${address} has maxmemory-policy allkeys-lru`, 'gm')) ?? [];
+    assert.equal(printed.length, 1, `Node printed the warning once:\n${stderr}`);
+    const logged = stderr.match(new RegExp(`^PADLOCK \\d+: eviction: Redis ${address} has maxmemory-policy allkeys-lru`, 'gm')) ?? [];
+    assert.equal(logged.length, 1, `the debug log has it once:\n${stderr}`);
   });
 
   it('names the one evicting master of a Redlock set', async () => {
