@@ -100,8 +100,9 @@ export class EvictionPolicyCheck {
   readonly #connection: CommandConnection;
   /** Servers read (or being read), by node (`''` for a client that reaches one server). */
   readonly #checked = new Set<string>();
-  /** The client was ready once, then was not: when it is ready again, the server may be another one. */
+  /** Whether the client has been ready (connected) once. */
   #wasReady = false;
+  /** It was ready, then was not: once ready again it may reach another server (a failover). */
   #reconnecting = false;
 
   constructor(runner: ScriptRunner, connection: CommandConnection) {
