@@ -7,6 +7,7 @@ import type { LockState } from '../inspection.js';
 import { checkName } from '../options.js';
 import type { CommandContext } from './command.js';
 import { redisFailure } from './connection.js';
+import { evictionLines, readServerPolicies, type ServerPolicy } from './eviction.js';
 import { ExitCode, usageError } from './errors.js';
 import { withConnectionOptions, withSession, type ConnectionFlags, type Session } from './operator.js';
 import { terminalOutput } from './progress.js';
@@ -26,6 +27,8 @@ export interface InspectReport {
   readonly lock: LockState;
   /** Every kind's lock of that name that has a key (mutex, readWrite, semaphore, in that order); one free mutex when none has. */
   readonly locks: readonly LockState[];
+  /** Each server's maxmemory-policy: one that evicts may take a lock away (docs/safety.md). */
+  readonly servers: readonly ServerPolicy[];
 }
 
 /** Declares `padlock inspect` on `program`; its action passes its exit code to `exit`. */
@@ -53,13 +56,14 @@ async function runInspect(name: string, flags: InspectFlags, context: CommandCon
   await withSession(flags, context, async (session) => {
     const locks = await readLocks(session, checked, flags.waiters);
     const [lock] = locks as [LockState, ...LockState[]];
+    const servers = await readServerPolicies(session.connection);
     if (flags.json === true) {
-      const report: InspectReport = { redis: { url: session.connection.displayUrl, topology: session.connection.topology }, prefix: session.prefix, lock, locks };
+      const report: InspectReport = { redis: { url: session.connection.displayUrl, topology: session.connection.topology }, prefix: session.prefix, lock, locks, servers };
       context.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
       return;
     }
     const c = colors(terminalOutput(context.stdout, context.env));
-    context.stdout.write(`${locks.map((l) => describeLock(l, c)).join('\n\n')}\n`);
+    context.stdout.write(`${[locks.map((l) => describeLock(l, c)).join('\n\n'), ...evictionLines(servers, c)].join('\n\n')}\n`);
   });
   return ExitCode.ok;
 }

@@ -6,6 +6,7 @@ import type { Command as CommanderCommand } from 'commander';
 import { listLocks, type HolderState, type LockState } from '../inspection.js';
 import type { CommandContext } from './command.js';
 import { redisFailure } from './connection.js';
+import { evictionLines, readServerPolicies, type ServerPolicy } from './eviction.js';
 import { ExitCode } from './errors.js';
 import { withConnectionOptions, withSession, type ConnectionFlags, type Session } from './operator.js';
 import { terminalOutput } from './progress.js';
@@ -25,6 +26,8 @@ export interface ListReport {
   readonly prefix: string;
   readonly pattern: string;
   readonly locks: readonly LockSummary[];
+  /** Each server's maxmemory-policy: one that evicts may take a lock away (docs/safety.md). */
+  readonly servers: readonly ServerPolicy[];
 }
 
 /** Waiters read per lock to count the dead ones and find the longest wait. */
@@ -57,18 +60,20 @@ Exit status: 0 listed (even none), 1 Redis unreachable or lost, 2 bad command li
 async function runList(pattern: string, flags: ListFlags, context: CommandContext): Promise<number> {
   await withSession(flags, context, async (session) => {
     const locks = await readList(session, pattern, flags.all === true);
+    const servers = await readServerPolicies(session.connection);
     if (flags.json === true) {
       const report: ListReport = {
         redis: { url: session.connection.displayUrl, topology: session.connection.topology },
         prefix: session.prefix,
         pattern,
         locks: locks.map(summary),
+        servers,
       };
       context.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
       return;
     }
     const c = colors(terminalOutput(context.stdout, context.env));
-    context.stdout.write(`${locks.length === 0 ? noLocks(session.prefix, pattern, flags.all === true) : lockTable(locks, c)}\n`);
+    context.stdout.write(`${[locks.length === 0 ? noLocks(session.prefix, pattern, flags.all === true) : lockTable(locks, c), ...evictionLines(servers, c)].join('\n')}\n`);
   });
   return ExitCode.ok;
 }

@@ -12,8 +12,16 @@ export interface IoredisFamilyClient {
   readonly status: string;
   /** Set on a `Cluster` only. */
   readonly isCluster?: boolean;
-  /** A `Redis`'s connection options (host, port). */
-  readonly options: { readonly host?: string | undefined; readonly port?: number | undefined; readonly shardedSubscribers?: boolean | undefined };
+  /** A `Redis`'s connection options (host, port; `sentinels` and `name` in Sentinel mode). */
+  readonly options: {
+    readonly host?: string | undefined;
+    readonly port?: number | undefined;
+    readonly shardedSubscribers?: boolean | undefined;
+    readonly sentinels?: readonly unknown[] | null | undefined;
+    readonly name?: string | undefined;
+  };
+  /** A `Redis`'s socket, once connected (in Sentinel mode: to the primary the sentinels named). */
+  readonly stream?: { readonly remoteAddress?: string | undefined; readonly remotePort?: number | undefined } | undefined;
   /** A `Cluster`'s slot map: slot → [master, ...replicas] as `host:port`. */
   readonly slots?: readonly (readonly string[] | undefined)[];
   evalsha(sha: string, numkeys: number, ...args: Arg[]): Promise<unknown>;
@@ -84,11 +92,21 @@ export function fromIoredis(value: object): CommandConnection {
     isReplyError,
     isCluster: cluster,
     shardedPubSub: sharded,
-    address: cluster ? 'a Redis Cluster' : `${client.options.host ?? 'localhost'}:${client.options.port ?? 6379}`,
+    get address() {
+      return cluster ? 'a Redis Cluster' : addressOf(client);
+    },
     get status() {
       return client.status;
     },
   };
+}
+
+/** `host:port` of a `Redis`'s server: in Sentinel mode the primary it is connected to now (its options name none). */
+function addressOf(client: IoredisFamilyClient): string {
+  const { host, port, sentinels, name } = client.options;
+  if (sentinels === undefined || sentinels === null || sentinels.length === 0) return `${host ?? 'localhost'}:${port ?? 6379}`;
+  const remote = client.stream;
+  return remote?.remoteAddress === undefined ? `the Sentinel-managed primary '${name ?? '?'}'` : `${remote.remoteAddress}:${remote.remotePort ?? '?'}`;
 }
 
 /** Adds `WAIT` to a pipeline holding one script call, sends both, and reads the two replies. */

@@ -21,6 +21,7 @@ import type { CommandConnection, SubscriberConnection } from '../redis/connectio
 import { fanInSubscriber } from '../redis/fan-in-subscriber.js';
 import { FenceProposer } from './fence-proposer.js';
 import { ScriptRunner } from '../redis/script-runner.js';
+import { EvictionPolicyCheck } from '../redis/eviction-policy.js';
 import {
   acquireScript,
   enqueueScript,
@@ -52,6 +53,8 @@ interface Master {
   readonly connection: CommandConnection;
   /** Grant attempts sent to this master and not yet answered, by owner. */
   readonly attempts: InFlight;
+  /** Reads this master's maxmemory-policy once (it warns if it evicts). */
+  readonly evictions: EvictionPolicyCheck;
 }
 
 /** Counts, per owner, the calls sent to one master whose answer has not come yet. */
@@ -107,7 +110,10 @@ export class Redlock implements Topology {
   readonly #fences = new FenceProposer();
 
   constructor(connections: readonly CommandConnection[], readonly replyTimeoutMs: number) {
-    this.#masters = connections.map((connection) => ({ address: connection.address, runner: new ScriptRunner(connection), connection, attempts: new InFlight() }));
+    this.#masters = connections.map((connection) => {
+      const runner = new ScriptRunner(connection);
+      return { address: connection.address, runner, connection, attempts: new InFlight(), evictions: new EvictionPolicyCheck(runner, connection) };
+    });
     this.quorum = Math.floor(connections.length / 2) + 1;
     this.#nodeTimeoutMs = Math.min(NODE_TIMEOUT_MS, replyTimeoutMs);
     this.description = `Redlock over ${connections.length} masters`;
@@ -210,6 +216,7 @@ export class Redlock implements Topology {
    */
   async #ask<Result>(node: Master, call: ScriptCall<Result>, gaveUp?: GaveUp): Promise<Answer<Result>> {
     const ms = this.#nodeTimeoutMs;
+    node.evictions.check(call.keys); // once per master: beside this call, never before it
     const sent = node.runner.send(call.script, call.keys, call.args, call.lock, gaveUp);
     const owner = isAttempt(call.script) ? String(call.args[0]) : undefined;
     if (owner !== undefined) node.attempts.track(owner, sent);

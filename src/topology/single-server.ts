@@ -12,6 +12,7 @@ import { bound } from '../clock.js';
 import { ReplicaAckError, type RedisUnavailableError } from '../errors.js';
 import type { ReplicaOptions } from '../options.js';
 import type { CommandConnection, SubscriberConnection } from '../redis/connection.js';
+import { EvictionPolicyCheck } from '../redis/eviction-policy.js';
 import { ScriptRunner } from '../redis/script-runner.js';
 import { keySlot } from '../redis/slot.js';
 import type { GaveUp, Granted, ScriptCall, Topology } from './topology.js';
@@ -25,10 +26,12 @@ export class SingleServer implements Topology {
   readonly #connection: CommandConnection;
   readonly #runner: ScriptRunner;
   readonly #replicas: ReplicaOptions | undefined;
+  readonly #evictions: EvictionPolicyCheck;
 
   constructor(connection: CommandConnection, readonly replyTimeoutMs: number, replicas?: ReplicaOptions) {
     this.#connection = connection;
     this.#runner = new ScriptRunner(connection);
+    this.#evictions = new EvictionPolicyCheck(this.#runner, connection);
     this.#replicas = replicas;
     this.extraReplyMs = replicas?.timeoutMs ?? 0;
     this.confirmsGrants = replicas !== undefined;
@@ -49,6 +52,7 @@ export class SingleServer implements Topology {
 
   #send<Result>(call: ScriptCall<Result>, gaveUp?: GaveUp): Promise<Result> {
     const { script, keys, args, lock, grants } = call;
+    this.#evictions.check(keys); // once per server: beside this call, never before it
     if (this.#replicas === undefined || grants === undefined) return this.#runner.send(script, keys, args, lock, gaveUp);
     return this.#acknowledged(call, grants, this.#replicas, gaveUp);
   }
