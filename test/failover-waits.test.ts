@@ -1,0 +1,115 @@
+/**
+ * A wait rides through a failover it has time for. A holder with a short lease, a waiter with a long
+ * `waitMs`, and the lock's server killed under them: on a Redis Cluster (3 masters with a replica
+ * each, `cluster-node-timeout` 2 s) and under Sentinel (a primary, a replica, 3 sentinels). The
+ * waiter gets the lock once its replica is promoted, instead of failing with the errors of the
+ * failover (CLUSTERDOWN, "Too many Cluster redirections", a closed connection); its Padlock reports
+ * the outage as a few `error` events, not one per failed reconnect.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { lockKeys } from '../src/keys.js';
+import { LockNotHeldError, Padlock, type Lease } from '../src/index.js';
+import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from './harness/topologies.js';
+import { eventually } from './harness/redis.js';
+import type { RedisClient } from '../src/redis/clients.js';
+import type { PadlockOptions } from '../src/options.js';
+
+/** At most this many `error` events for one outage (a few distinct failures, never a stream). */
+const MAX_ERROR_EVENTS = 3;
+
+const padlocks: Padlock[] = [];
+after(() => Promise.all(padlocks.map((p) => p.close())));
+
+/** A Padlock on `redis` whose `error` events are collected. */
+function padlockOn(redis: RedisClient, options: Omit<PadlockOptions, 'redis'>): { padlock: Padlock; errors: Error[] } {
+  const padlock = new Padlock({ redis, ...options });
+  padlocks.push(padlock);
+  const errors: Error[] = [];
+  padlock.on('error', (error) => errors.push(error));
+  return { padlock, errors };
+}
+
+/** Releases the holder's lease if the failover left it held; a holder told its lock is gone has nothing to release. */
+async function letGo(lease: Lease): Promise<void> {
+  await lease.release().catch((error: unknown) => {
+    if (!(error instanceof LockNotHeldError)) throw error;
+  });
+}
+
+/**
+ * Holder and waiter on `client()`s; `fail` kills the lock's server and resolves once a replica has
+ * taken over. The waiter (waitMs 60 s) must end up with the lock, its Padlock with few `error` events.
+ */
+async function waiterRidesThrough(name: string, client: () => RedisClient, queueLength: () => Promise<number>, fail: () => Promise<void>): Promise<{ waitedMs: number; errors: Error[] }> {
+  const holder = padlockOn(client(), { leaseMs: 3_000 });
+  // Each call the waiter sends may wait 1 s for its reply: a failover lasts longer than that, so
+  // every call sent in it fails, whichever way the client reports it (an error, or no reply).
+  const waiter = padlockOn(client(), { replyTimeoutMs: 1_000 });
+  const lease = await holder.padlock.mutex(name).acquire();
+  const started = Date.now();
+  const waiting = waiter.padlock.mutex(name).acquire({ waitMs: 60_000 });
+  let ended = false;
+  void waiting.then(() => (ended = true), () => (ended = true));
+  assert.ok(await eventually(async () => ended || (await queueLength()) === 1), 'the waiter queued');
+  await fail();
+  await letGo(lease);
+  const got = await waiting;
+  assert.equal(got.isHeld, true);
+  assert.ok(got.fence > lease.fence, 'a fresh hold, with a greater fence');
+  await got.release();
+  assert.ok(waiter.errors.length <= MAX_ERROR_EVENTS, `${waiter.errors.length} error events on the waiter's Padlock: ${waiter.errors.map((e) => e.message).join(' | ')}`);
+  assert.ok(holder.errors.length <= MAX_ERROR_EVENTS, `${holder.errors.length} error events on the holder's Padlock: ${holder.errors.map((e) => e.message).join(' | ')}`);
+  return { waitedMs: Date.now() - started, errors: waiter.errors };
+}
+
+describe('a wait rides through a Redis Cluster failover', () => {
+  let cluster: RedisCluster;
+  before(async () => {
+    // A failover takes ~2 node time-outs: longer than ioredis's own retries (16 redirections 100 ms apart).
+    cluster = await startCluster({ nodeTimeoutMs: 2_000 });
+  });
+
+  it('the lock\'s master is killed: the waiter gets the lock once its replica is promoted, with few error events', async (t) => {
+    const name = 'failover:cluster';
+    const keys = lockKeys('padlock', name);
+    const master = await cluster.nodeForKey(keys.lock);
+    const reader = cluster.client();
+    let failoverMs = 0;
+    const { waitedMs, errors } = await waiterRidesThrough(
+      name,
+      () => cluster.client(),
+      () => reader.llen(keys.queue),
+      async () => {
+        failoverMs = (await cluster.failover(master, 'kill')).ms;
+      },
+    );
+    reader.disconnect();
+    t.diagnostic(`failover took ${failoverMs} ms; the waiter got the lock after ${waitedMs} ms, with ${errors.length} error event(s)`);
+    await cluster.revive(master);
+  });
+});
+
+describe('a wait rides through a Sentinel failover', () => {
+  let set: SentinelSet;
+  before(async () => {
+    set = await startSentinelSet({ replicas: 1 });
+  });
+
+  it('the primary is killed: the waiter gets the lock once the replica is promoted, with few error events', async (t) => {
+    const name = 'failover:sentinel';
+    const keys = lockKeys('padlock', name);
+    const reader = set.client();
+    let failoverMs = 0;
+    const { waitedMs, errors } = await waiterRidesThrough(
+      name,
+      () => set.client(),
+      () => reader.llen(keys.queue),
+      async () => {
+        failoverMs = (await set.failover('kill')).ms;
+      },
+    );
+    reader.disconnect();
+    t.diagnostic(`failover took ${failoverMs} ms; the waiter got the lock after ${waitedMs} ms, with ${errors.length} error event(s)`);
+  });
+});
