@@ -9,9 +9,9 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { lockKeys } from '../src/keys.js';
-import { LockNotHeldError, Padlock, type Lease } from '../src/index.js';
+import { LockLostError, LockNotHeldError, Padlock, RedisCommandError, RedisUnavailableError, type Lease } from '../src/index.js';
 import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from './harness/topologies.js';
-import { eventually } from './harness/redis.js';
+import { commandCalls, connect, eventually, startServer } from './harness/redis.js';
 import type { RedisClient } from '../src/redis/clients.js';
 import type { PadlockOptions } from '../src/options.js';
 
@@ -30,8 +30,12 @@ function padlockOn(redis: RedisClient, options: Omit<PadlockOptions, 'redis'>): 
   return { padlock, errors };
 }
 
-/** Releases the holder's lease if the failover left it held; a holder told its lock is gone has nothing to release. */
+/**
+ * Releases the holder's lease if the failover left it held. A hold the failover took away was
+ * reported lost to its holder (its renewals failed past its local deadline, or found it gone).
+ */
 async function letGo(lease: Lease): Promise<void> {
+  if (!lease.isHeld) assert.ok(lease.signal.reason instanceof LockLostError, 'a hold that is gone was reported lost');
   await lease.release().catch((error: unknown) => {
     if (!(error instanceof LockNotHeldError)) throw error;
   });
@@ -111,5 +115,36 @@ describe('a wait rides through a Sentinel failover', () => {
     );
     reader.disconnect();
     t.diagnostic(`failover took ${failoverMs} ms; the waiter got the lock after ${waitedMs} ms, with ${errors.length} error event(s)`);
+  });
+});
+
+describe('a hard failure is not ridden through', () => {
+  it('a script error (a foreign value at the lock\'s key: WRONGTYPE) fails the wait at once, after one attempt', async () => {
+    const server = await startServer();
+    const admin = connect(server);
+    const name = 'failover:hard';
+    await admin.rpush(lockKeys('padlock', name).lock, 'not a lock');
+    const { padlock, errors } = padlockOn(connect(server), {});
+    // Before the wait: the liveness key's write (and its script's load) are not the wait's attempts.
+    await padlock.mutex('failover:hard:warm').tryAcquire().then((lease) => lease?.release());
+    const scripts = async (): Promise<number> => (await commandCalls(admin, 'evalsha')) + (await commandCalls(admin, 'eval'));
+    const before = await scripts();
+    // Retried, it would be sent again and again for the 3 s of the wait.
+    await assert.rejects(padlock.mutex(name).acquire({ waitMs: 3_000 }), (e: unknown) => e instanceof RedisCommandError && /WRONGTYPE/.test(e.message));
+    // INFO itself is no script; the attempt is one EVALSHA (and an EVAL when the server had not the script).
+    assert.ok((await scripts()) - before <= 2, `${(await scripts()) - before} script calls for one attempt`);
+    assert.deepEqual(errors, []);
+  });
+
+  it('a client closed for good (ioredis `end`) fails the wait at once: no reconnect is coming', async () => {
+    const server = await startServer();
+    const client = connect(server);
+    const { padlock } = padlockOn(client, {});
+    await padlock.mutex('failover:closed:warm').tryAcquire().then((lease) => lease?.release());
+    client.disconnect();
+    const started = Date.now();
+    await assert.rejects(padlock.mutex('failover:closed').acquire({ waitMs: 60_000 }), (e: unknown) => e instanceof RedisUnavailableError);
+    // Ridden through, it would have tried for the whole minute.
+    assert.ok(Date.now() - started < 30_000, `the wait ended after ${Date.now() - started} ms`);
   });
 });
