@@ -9,7 +9,7 @@
  * `LockTimeoutError`: that one means Redis answered and the lock stayed held.
  */
 import { randomInt } from 'node:crypto';
-import { monotonicNow } from '../clock.js';
+import { bound, monotonicNow } from '../clock.js';
 import { LockTimeoutError } from '../errors.js';
 import type { Abortable } from '../interrupt.js';
 import { isTransient } from '../redis/transient.js';
@@ -26,7 +26,7 @@ export class Outage {
   /** When the first failed call of the current outage was sent (monotonic); undefined while Redis answers. */
   #since: number | undefined;
   #failures = 0;
-  #last: unknown;
+  #last: Error | undefined;
 
   constructor(private readonly scope: WaitScope) {}
 
@@ -38,6 +38,18 @@ export class Outage {
   }
 
   /**
+   * Bounds a call made during an outage by a wait without a deadline: it may not outlast the
+   * outage's allowance (each call's own bound is `replyTimeoutMs`, which could carry the wait a
+   * whole reply time-out past it). A value the call brings after that goes to `late`.
+   */
+  race<T>(call: Promise<T>, late?: (value: T) => void): Promise<T> {
+    const { scope } = this;
+    const last = this.#last;
+    if (this.#since === undefined || last === undefined || scope.waitMs !== Infinity) return call;
+    return bound(call, { ms: this.#since + scope.replyTimeoutMs - monotonicNow(), timeout: () => last, late });
+  }
+
+  /**
    * A call sent at `sentAt` failed with `error`: waits out the back-off when the failure passes by
    * itself and the wait has time left; otherwise throws `error`. Rejects at once when the wait is
    * stopped meanwhile (its deadline, the caller's signal, close()).
@@ -46,7 +58,7 @@ export class Outage {
     const { scope } = this;
     if (scope.waitMs === 0 || !isTransient(error)) throw error;
     this.#since ??= sentAt;
-    this.#last = error;
+    this.#last = error as Error; // isTransient: a RedisUnavailableError
     this.#failures++;
     const left = scope.waitMs === Infinity ? this.#since + scope.replyTimeoutMs - monotonicNow() : scope.remainingMs;
     if (left <= 0) throw error;

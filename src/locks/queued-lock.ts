@@ -4,6 +4,8 @@
  * channel, then joins the queue in Redis in the same call that finds the lock still taken, and
  * sleeps until a message names it (woken: try again; handed the hold: take it), its heartbeat is
  * due, or the holder's lease runs out. Giving up leaves the queue, passing on whatever it was given.
+ * A call that fails while Redis fails over is sent again after a back-off, within the wait
+ * (./outage.ts); any other failure ends the wait.
  */
 import { driftMs, monotonicNow } from '../clock.js';
 import { MAX_MS, type ResolvedAcquireOptions } from '../options.js';
@@ -114,7 +116,7 @@ export abstract class QueuedLock extends Lock {
             // Listen before joining the queue, so that the wake-up or handoff cannot be missed.
             const listening: Watch = (watch ??= subscriber.watch(channel));
             try {
-              await scope.race(listening.ready);
+              await outage.race(scope.race(listening.ready));
             } catch (error) {
               // Not subscribed (the subscriber's server failing over): subscribe afresh next time.
               listening.close();
@@ -125,9 +127,9 @@ export abstract class QueuedLock extends Lock {
           }
           // A grant records this client as the holder: its liveness key must exist first.
           const alive = liveness.ensure();
-          if (alive !== undefined) await scope.race(alive);
+          if (alive !== undefined) await outage.race(scope.race(alive));
           sentAt = monotonicNow();
-          reply = await scope.race(topology.send(this.protocol.attempt(owner, options.leaseMs, mode, heartbeatMs, ticket, place), gaveUp), abandon);
+          reply = await outage.race(scope.race(topology.send(this.protocol.attempt(owner, options.leaseMs, mode, heartbeatMs, ticket, place), gaveUp), abandon), abandon);
         } catch (error) {
           // A failover, a moving slot, a reconnect: try again after a back-off, within the wait.
           await outage.pause(error, triedAt);
