@@ -132,6 +132,8 @@ export abstract class QueuedLock extends Lock {
           reply = await outage.race(scope.race(topology.send(this.protocol.attempt(owner, options.leaseMs, mode, heartbeatMs, ticket, place), gaveUp), abandon), abandon);
         } catch (error) {
           // A failover, a moving slot, a reconnect: try again after a back-off, within the wait.
+          // A queue call that failed may have run: where its entry is, if anywhere, is not known.
+          if (queued) place = '?';
           await outage.pause(error, triedAt);
           continue;
         }
