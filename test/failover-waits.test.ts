@@ -11,7 +11,9 @@ import assert from 'node:assert/strict';
 import { lockKeys } from '../src/keys.js';
 import { LockLostError, LockNotHeldError, Padlock, RedisCommandError, RedisUnavailableError, type Lease } from '../src/index.js';
 import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from './harness/topologies.js';
-import { commandCalls, connect, eventually, startServer } from './harness/redis.js';
+import { commandCalls, connect, delay, eventually, startServer } from './harness/redis.js';
+import { inflict, recover } from './harness/faults.js';
+import { parseLock } from './harness/lock-state.js';
 import type { RedisClient } from '../src/redis/clients.js';
 import type { PadlockOptions } from '../src/options.js';
 
@@ -115,6 +117,39 @@ describe('a wait rides through a Sentinel failover', () => {
     );
     reader.disconnect();
     t.diagnostic(`failover took ${failoverMs} ms; the waiter got the lock after ${waitedMs} ms, with ${errors.length} error event(s)`);
+  });
+});
+
+describe('calls that got no reply in time run late', () => {
+  it('a server silent for 4.5 s (SIGSTOP): the waiter\'s unanswered attempt runs when it resumes, and the hold it got is not given back by its late reply', async () => {
+    const server = await startServer();
+    const admin = connect(server);
+    const name = 'failover:late';
+    const keys = lockKeys('padlock', name);
+    const holder = padlockOn(connect(server), { leaseMs: 1_000 });
+    // Each attempt gets 3 s. The waiter's first attempt in the silence (within a heartbeat, 1 s)
+    // goes unanswered; the next, sent 25-50 ms after that one is given up on, is still waiting for
+    // its reply when the server resumes. Both run then, in order: the first takes the lock (its
+    // reply is late), the second reads that hold back (its reply is the wait's).
+    const waiter = padlockOn(connect(server), { replyTimeoutMs: 3_000 });
+    const lease = await holder.padlock.mutex(name).acquire();
+    const waiting = waiter.padlock.mutex(name).acquire({ waitMs: 30_000 });
+    assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 1), 'the waiter queued');
+    await inflict(server, 'pause');
+    await delay(4_500); // the holder's lease runs out meanwhile, on both clocks
+    await recover(server, 'pause');
+    const got = await waiting;
+    await letGo(lease);
+    // Every late reply has come by the time a later call is answered on the same connection.
+    await delay(300);
+    const state = parseLock(String(await admin.get(keys.lock)));
+    assert.equal(state?.owner, got.owner, 'the waiter holds the lock in Redis');
+    assert.equal(state.count, 1, 'once');
+    assert.equal(got.isHeld, true);
+    assert.equal(await holder.padlock.mutex(name).tryAcquire(), null, 'nobody else gets it');
+    await got.release();
+    assert.equal(await holder.padlock.mutex(name).isLocked(), false, 'released: no hold left behind by a late attempt');
+    assert.equal(await admin.llen(keys.queue), 0, 'no entry left in the queue');
   });
 });
 
