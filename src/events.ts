@@ -53,6 +53,16 @@ export interface PadlockEvents {
   lost: [LockLostError];
   /** A hold has used 80 % of its lease without a renewal: a fixed lease nearly over, or renewals failing. */
   holdWarning: [HoldWarningEvent];
+  /**
+   * Trouble in the background, never thrown: a renewal, the liveness key or the subscriber failed
+   * (Redis unreachable or failing over, or a command refused). Emitted only while someone listens.
+   * Coalesced, so that an outage is one event and not a stream: every kind of unavailability
+   * (a closed connection, a refused reconnect, `CLUSTERDOWN`, no reply in time) counts as one
+   * failure, any other error as its own (by class and message); after a failure is emitted, its
+   * repeats are not, until 10 s have passed since (a lasting outage is reported again every 10 s).
+   * Repeats left out are written to the debug log (`NODE_DEBUG=padlock`). A holder whose renewals
+   * fail is still told on its own, by `holdWarning` and `lost`.
+   */
   error: [Error];
 }
 

@@ -15,6 +15,7 @@ import { checkPermits, Semaphore, type SemaphoreLock } from './locks/semaphore.j
 import { checkName, resolveCloseOptions, resolvePadlockOptions, type AcquireOptions, type CloseOptions, type PadlockOptions } from './options.js';
 import { PadlockOptionError } from './errors.js';
 import type { CommandConnection } from './redis/connection.js';
+import { ErrorReports } from './redis/error-reports.js';
 import { Runtime } from './runtime.js';
 import type { Shared } from './shared.js';
 import { Subscriber } from './subscriber.js';
@@ -47,7 +48,8 @@ import { Reaper } from './reaping.js';
  *
  * Events: `acquired`, `released`, `extended` (renewals too), `lost` (a `LockLostError`),
  * `holdWarning` (a hold has used 80 % of its lease without a renewal), `error` (renewal or
- * subscriber trouble; emitted only when someone listens, never thrown).
+ * subscriber trouble; emitted only when someone listens, never thrown; one per outage, not one per
+ * failed call: see {@link PadlockEvents}).
  */
 export class Padlock extends EventEmitter<PadlockEvents> {
   /** The key prefix in use. */
@@ -80,7 +82,9 @@ export class Padlock extends EventEmitter<PadlockEvents> {
         process.emitWarning(`a padlock '${event}' listener threw: ${String(error)}`, 'PadlockListenerWarning');
       }
     };
-    const reportError = (error: unknown): void => emit('error', error instanceof Error ? error : new Error(String(error)));
+    // One `error` event per outage, not one per failed call (redis/error-reports.ts).
+    const errorReports = new ErrorReports((error) => emit('error', error));
+    const reportError = (error: unknown): void => errorReports.report(error);
     const { redis } = resolved;
     const topology: Topology = isMasters(redis)
       ? new Redlock(redis, resolved.replyTimeoutMs)

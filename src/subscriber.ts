@@ -81,7 +81,7 @@ export class Subscriber {
       if (first) first = false;
       else for (const channel of this.#channels.values()) wakeAll(channel);
     });
-    connection.onError((error) => this.#report(error));
+    connection.onError((error) => this.#report(error, connection));
     this.#connection = connection;
     return connection;
   }
@@ -125,15 +125,20 @@ export class Subscriber {
         state.mailbox.clear();
         state.linger = setTimeout(() => {
           this.#channels.delete(name);
-          connection.unsubscribe(name).catch((error: unknown) => this.#report(error));
+          connection.unsubscribe(name).catch((error: unknown) => this.#report(error, connection));
         }, LINGER_MS);
         state.linger.unref();
       },
     };
   }
 
-  #report(error: unknown): void {
-    if (!this.#closed) this.onError(error);
+  /**
+   * Reports a connection's trouble, typed as a call's would be (`RedisUnavailableError` with the
+   * client's error as its cause, or `RedisCommandError`), so that the Padlock's error reports count
+   * a failing connection as the outage it is (redis/error-reports.ts).
+   */
+  #report(error: unknown, connection: SubscriberConnection): void {
+    if (!this.#closed) this.onError(wrap(error, undefined, (e) => connection.isReplyError(e)));
   }
 
   #deliver(name: string, message: string): void {

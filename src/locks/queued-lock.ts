@@ -4,6 +4,8 @@
  * channel, then joins the queue in Redis in the same call that finds the lock still taken, and
  * sleeps until a message names it (woken: try again; handed the hold: take it), its heartbeat is
  * due, or the holder's lease runs out. Giving up leaves the queue, passing on whatever it was given.
+ * A call that fails while Redis fails over is sent again after a back-off, within the wait
+ * (./outage.ts); any other failure ends the wait.
  */
 import { driftMs, monotonicNow } from '../clock.js';
 import { MAX_MS, type ResolvedAcquireOptions } from '../options.js';
@@ -12,6 +14,7 @@ import type { Watch } from '../subscriber.js';
 import type { ScriptCall } from '../topology/topology.js';
 import type { WaitScope } from '../wait-scope.js';
 import { Lock, type Grant } from './lock.js';
+import { Outage } from './outage.js';
 import type { QueueMode } from './mutex-protocol.js';
 
 /** A waiter refreshes its place in the queue at least this often. */
@@ -87,27 +90,55 @@ export abstract class QueuedLock extends Lock {
     // entry the last call returned; '' while it is in no queue; '?' when a topology of several
     // servers answered (each master's entry differs: they search).
     let place = '';
+    // How the wait stands, for a reply that comes after its call was given up on (no reply in time):
+    // while it waits on, its next attempt (a resend for the same owner, which only reads the hold
+    // back) takes that grant; once it has failed, the grant is given back; once granted, only
+    // another hold is (a later fence: the call ran after the lease it returned was released).
+    let ended: 'waiting' | 'failed' | Grant = 'waiting';
+    let lateHoldCount = 0;
     const abandon = (late: AcquireReply): void => {
-      if (late.status === 'acquired') this.giveBack(owner, late.holdCount);
+      if (late.status !== 'acquired') return;
+      if (ended === 'waiting') lateHoldCount = late.holdCount;
+      else if (ended === 'failed' || late.fence !== ended.fence) this.giveBack(owner, late.holdCount);
     };
+    const outage = new Outage(scope);
     const endWait = liveness.beginWait();
     try {
       // While this client already listens (other local waiters), join the queue at once; a call
       // that may not wait (tryAcquire) only ever tries.
       let mode: QueueMode = scope.waitMs > 0 && subscriber.isSubscribed(channel) ? 'queue' : 'try';
       for (;;) {
-        if (mode !== 'try') {
-          // Listen before joining the queue, so that the wake-up or handoff cannot be missed.
-          watch ??= subscriber.watch(channel);
-          await scope.race(watch.ready);
-          queued = true;
+        const triedAt = monotonicNow();
+        let sentAt: number;
+        let reply: AcquireReply;
+        try {
+          if (mode !== 'try') {
+            // Listen before joining the queue, so that the wake-up or handoff cannot be missed.
+            const listening: Watch = (watch ??= subscriber.watch(channel));
+            try {
+              await outage.race(scope.race(listening.ready));
+            } catch (error) {
+              // Not subscribed (the subscriber's server failing over): subscribe afresh next time.
+              listening.close();
+              watch = undefined;
+              throw error;
+            }
+            queued = true;
+          }
+          // A grant records this client as the holder: its liveness key must exist first.
+          const alive = liveness.ensure();
+          if (alive !== undefined) await outage.race(scope.race(alive));
+          sentAt = monotonicNow();
+          reply = await outage.race(scope.race(topology.send(this.protocol.attempt(owner, options.leaseMs, mode, heartbeatMs, ticket, place), gaveUp), abandon), abandon);
+        } catch (error) {
+          // A failover, a moving slot, a reconnect: try again after a back-off, within the wait.
+          // A queue call that failed may have run: where its entry is, if anywhere, is not known.
+          if (queued) place = '?';
+          await outage.pause(error, triedAt);
+          continue;
         }
-        // A grant records this client as the holder: its liveness key must exist first.
-        const alive = liveness.ensure();
-        if (alive !== undefined) await scope.race(alive);
-        const sentAt = monotonicNow();
-        const reply: AcquireReply = await scope.race(topology.send(this.protocol.attempt(owner, options.leaseMs, mode, heartbeatMs, ticket, place), gaveUp), abandon);
-        if (reply.status === 'acquired') return { ...reply, sentAt };
+        outage.answered();
+        if (reply.status === 'acquired') return (ended = { ...reply, sentAt });
         if (reply.status === 'over-limit') throw this.overLimit(reply.limit);
         if (reply.status === 'busy') {
           scope.foundHeld();
@@ -129,7 +160,7 @@ export abstract class QueuedLock extends Lock {
           if (grant !== null) {
             // Handed the turn for another entry than its latest: its first join was resent, and the latest is still queued.
             if (isPlace(place) && !takenOut(message, place)) this.#unqueue(owner, place);
-            return grant;
+            return (ended = grant);
           }
           if (watch !== undefined) await gatherWakeUps(watch, owner, this.shared.topology.wakeUps - 1, scope);
         }
@@ -140,10 +171,13 @@ export abstract class QueuedLock extends Lock {
       }
     } catch (error) {
       // The caller is told at once; leaving runs on (after any call still in flight, on the same
-      // connection) and close() waits for it.
+      // connection) and close() waits for it. Leaving frees a hold a late attempt got; out of a
+      // queue, such a hold is given back here.
+      ended = 'failed';
       gaveUp.aborted = true;
       if (queued) this.#leave(owner);
-      throw error;
+      else if (lateHoldCount > 0) this.giveBack(owner, lateHoldCount);
+      throw outage.outcome(error);
     } finally {
       endWait();
       watch?.close();

@@ -8,6 +8,7 @@ import { PadlockError, RedisCommandError, RedisUnavailableError } from '../error
 import { debugEnabled, knownScripts, loggedConnection } from '../observability/debug-log.js';
 import type { GaveUp } from '../topology/topology.js';
 import type { Arg, CommandConnection, Settled, WaitFor } from './connection.js';
+import { isPassingReply, noteClientState } from './transient.js';
 
 /** A script and how to read its reply. */
 export interface Script<Result> {
@@ -85,7 +86,7 @@ export class ScriptRunner {
     try {
       settled = await this.connection.evalshaMany(calls.map(({ script, keys, args }) => ({ sha: script.sha, keys, args })));
     } catch (error) {
-      return calls.map(({ lock }) => ({ status: 'rejected', reason: wrap(error, lock, this.#isReply) }));
+      return calls.map(({ lock }) => ({ status: 'rejected', reason: this.#wrap(error, lock) }));
     }
     return Promise.all(
       calls.map(async ({ script, keys, args, lock }, i): Promise<PromiseSettledResult<Result>> => {
@@ -94,9 +95,9 @@ export class ScriptRunner {
           if (outcome === undefined) throw new Error('the pipelined call was discarded');
           if (outcome.error === null) return { status: 'fulfilled', value: parsed(script, outcome.reply, lock) };
           if (isNoScript(outcome.error, this.#isReply)) return { status: 'fulfilled', value: await this.send(script, keys, args, lock) };
-          throw wrap(outcome.error, lock, this.#isReply);
+          throw this.#wrap(outcome.error, lock);
         } catch (error) {
-          return { status: 'rejected', reason: error instanceof PadlockError ? error : wrap(error, lock, this.#isReply) };
+          return { status: 'rejected', reason: error instanceof PadlockError ? error : this.#wrap(error, lock) };
         }
       }),
     );
@@ -114,15 +115,20 @@ export class ScriptRunner {
     try {
       reply = await bySha(script.sha);
     } catch (error) {
-      if (!isNoScript(error, this.#isReply)) throw wrap(error, lock, this.#isReply);
-      if (gaveUp?.aborted === true) throw wrap(error, lock, this.#isReply);
+      if (!isNoScript(error, this.#isReply)) throw this.#wrap(error, lock);
+      if (gaveUp?.aborted === true) throw this.#wrap(error, lock);
       try {
         reply = await bySource(script.source);
       } catch (retryError) {
-        throw wrap(retryError, lock, this.#isReply);
+        throw this.#wrap(retryError, lock);
       }
     }
     return [parsed(script, reply[0], lock), reply[1]];
+  }
+
+  /** As {@link wrap}, noting whether the client was closed for good (then no wait tries again). */
+  #wrap(error: unknown, lock: string | undefined): Error {
+    return noteClientState(wrap(error, lock, this.#isReply), this.connection.status);
   }
 }
 
@@ -149,7 +155,11 @@ function parsed<Result>(script: Script<Result>, reply: unknown, lock: string | u
   }
 }
 
-/** A client error as padlock's typed error: a reply error from Redis (as `isReply` tells), or the connection failing. */
+/**
+ * A client error as padlock's typed error: a reply error from Redis (as `isReply` tells), or the
+ * connection failing. A reply a failover or a slot move produces (`CLUSTERDOWN`, `TRYAGAIN`, …:
+ * ./transient.ts) says that Redis is unavailable for now, not that it refused the call.
+ */
 export function wrap(error: unknown, lock: string | undefined, isReply: ReplyErrorTest): Error {
-  return isReply(error) ? new RedisCommandError(lock, error) : new RedisUnavailableError(lock, error);
+  return isReply(error) && !isPassingReply(error) ? new RedisCommandError(lock, error) : new RedisUnavailableError(lock, error);
 }
