@@ -56,7 +56,8 @@ export interface PadlockOptions {
    * How long padlock waits for Redis to answer any one call, in milliseconds, whatever the client's
    * own retry settings: past it the call rejects with `RedisUnavailableError`. Within a wait with a
    * finite `waitMs`, a call also ends by that deadline, though never before it had 1 s (or this, if
-   * shorter) to answer. From 100 to 2 147 483 647.
+   * shorter) to answer; a wait without a `waitMs` rides through an outage (a failover) for at most
+   * this long from its first failed call. From 100 to 2 147 483 647.
    * @default 5000
    */
   replyTimeoutMs?: number | undefined;

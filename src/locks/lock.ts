@@ -36,6 +36,8 @@ export interface Lockable {
    * Waits for the lock (up to `waitMs`, default forever) and returns its lease, which always has
    * time left by this client's conservative clock: a grant whose reply came after its lease ran out
    * (a stalled server) is renewed if still held, else given back and the wait goes on.
+   * A wait rides through an outage it has time for (a failover: its calls are sent again after a
+   * back-off within `waitMs`, or within `replyTimeoutMs` of the first failure when `waitMs` is ∞).
    * Rejects with `LockTimeoutError` when `waitMs` runs out, with `signal.reason` at once when
    * aborted, with `RedisUnavailableError` when Redis does not answer a call in time.
    */
