@@ -80,7 +80,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
     const reportError = (error: unknown): void => emit('error', error instanceof Error ? error : new Error(String(error)));
     const { redis } = resolved;
     const topology: Topology = isMasters(redis)
-      ? new Redlock(redis, resolved.replyTimeoutMs, { leaseMs: resolved.leaseMs, track: (work) => runtime.track(work) })
+      ? new Redlock(redis, resolved.replyTimeoutMs, { leaseMs: resolved.leaseMs, prefix: this.prefix, track: (work) => runtime.track(work) })
       : new SingleServer(redis, resolved.replyTimeoutMs, resolved.replicas);
     const subscriber = new Subscriber(() => topology.openSubscriber(), reportError);
     const observer: Observer | undefined = resolved.metrics === undefined ? undefined : new Metrics(resolved.metrics);

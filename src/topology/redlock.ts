@@ -22,6 +22,7 @@ import { QuorumError, RedisUnavailableError, type NodeOutcome } from '../errors.
 import type { CommandConnection, SubscriberConnection } from '../redis/connection.js';
 import { fanInSubscriber } from '../redis/fan-in-subscriber.js';
 import { FenceProposer } from './fence-proposer.js';
+import { checkArgs, epochScript, resolveArgs, sendChecked, type Epoch } from './master-epoch.js';
 import { ScriptRunner } from '../redis/script-runner.js';
 import {
   acquireScript,
@@ -45,8 +46,11 @@ import type { GaveUp, LockKindName, PlainCall, ScriptCall, Topology } from './to
 
 /** A master's answer to one call. */
 type Answer<Result> =
-  /** `covered`: a later attempt of the same owner was still unanswered by that master when this came (see #ask). */
-  | { readonly node: Master; readonly ok: true; readonly value: Result; readonly covered: boolean }
+  /**
+   * `covered`: a later attempt of the same owner was still unanswered by that master when this came
+   * (see #ask). `epoch`: the master's epoch, read after the call (attempts and renewals; master-epoch.ts).
+   */
+  | { readonly node: Master; readonly ok: true; readonly value: Result; readonly covered: boolean; readonly epoch?: Epoch | undefined }
   | { readonly node: Master; readonly ok: false; readonly error: unknown };
 
 interface Master {
@@ -99,6 +103,8 @@ export interface RedlockHost {
   readonly leaseMs: number;
   /** Lets the calls a round no longer waits for run on, bounded; `close()` waits for them. */
   readonly track: (work: Promise<unknown>) => void;
+  /** The Padlock's key prefix: each master's epoch marker is `<prefix>:redlock-epoch`. */
+  readonly prefix: string;
 }
 
 /** The kinds a Redlock set cannot serve soundly, and why. */
@@ -123,11 +129,16 @@ export class Redlock implements Topology {
   readonly #masters: readonly Master[];
   readonly #fences = new FenceProposer();
   readonly #host: RedlockHost;
+  readonly #marker: string;
+  /** The longest lease this client has asked for or seen recorded on a master (the restart rule's sit-out). */
+  #longestMs: number;
 
   constructor(connections: readonly CommandConnection[], readonly replyTimeoutMs: number, host: RedlockHost) {
     this.#masters = connections.map((connection) => ({ address: connection.address, runner: new ScriptRunner(connection), connection, attempts: new InFlight() }));
     this.quorum = Math.floor(connections.length / 2) + 1;
     this.#host = host;
+    this.#marker = `${host.prefix}:redlock-epoch`;
+    this.#longestMs = host.leaseMs;
     this.description = `Redlock over ${connections.length} masters`;
   }
 
@@ -246,12 +257,15 @@ export class Redlock implements Topology {
     // Decided once a majority granted (a slow master's answer only adds to the hold), or once too few
     // can still grant and it is known whether a majority answered at all.
     const decided = (got: readonly Answer<AcquireReply>[]): boolean => {
-      const granted = got.filter((a) => a.ok && a.value.status === 'acquired').length;
+      const granted = got.filter((a) => counts(a, false)).length;
       const pending = n - got.length;
+      // A new epoch counts only on a first use, which is known once every master answered.
+      if (pending > 0 && got.some((a) => a.ok && a.epoch?.state === 'unresolved')) return false;
       const answered = got.filter((a) => a.ok).length;
       return granted >= q || (granted + pending < q && (answered >= q || answered + pending < q));
     };
     const answers = await gather(all, decided);
+    this.#resolveEpochs(all);
     const reply = await this.#grant(call, answers, startedAt, fresh);
     if (reply.status === 'acquired') {
       if (fresh) {
@@ -307,7 +321,8 @@ export class Redlock implements Topology {
    * as its own (it is that attempt's to keep or give back).
    */
   async #ask<Result>(node: Master, call: ScriptCall<Result>, ms: number, gaveUp?: GaveUp): Promise<Answer<Result>> {
-    const sent = node.runner.send(call.script, call.keys, call.args, call.lock, gaveUp);
+    const checked = this.#checks(call) ? sendChecked(node.runner, node.connection, call, this.#marker, checkArgs(this.#longestOf(call)), gaveUp) : undefined;
+    const sent = checked === undefined ? node.runner.send(call.script, call.keys, call.args, call.lock, gaveUp) : checked.then((c) => c.value);
     const owner = isAttempt(call.script) ? String(call.args[0]) : undefined;
     // Read as the reply comes, before the next reply of that master (which may be the later attempt's) is handled.
     let covered = false;
@@ -323,10 +338,39 @@ export class Redlock implements Topology {
           if (!covered) this.#undo(node, call, late);
         },
       });
-      return { node, ok: true, value, covered };
+      const epoch = checked === undefined ? undefined : (await checked).epoch;
+      if (epoch !== undefined && epoch.longestMs > this.#longestMs) this.#longestMs = epoch.longestMs;
+      return { node, ok: true, value, covered, epoch };
     } catch (error) {
       return { node, ok: false, error };
     }
+  }
+
+  /** Whether `call` is followed by the epoch check: a fresh attempt (whose grant must not count on a master that may have lost grants) and a renewal (which keeps the marker alive while a lock is held). */
+  #checks(call: PlainCall): boolean {
+    return call.script === acquireScript || call.script === enqueueScript || call.script === renewScript;
+  }
+
+  /** The longest lease a check records: the call's own, or a longer one this client knows of. */
+  #longestOf(call: PlainCall): number {
+    const lease = leaseOf(call) ?? 0;
+    if (lease > this.#longestMs) this.#longestMs = lease;
+    return this.#longestMs;
+  }
+
+  /**
+   * Once every master of a fresh attempt answered: sets the sit-out of the new epochs it found (0 on
+   * a first use: no master had an epoch, and all answered; else the longest lease known, and a drift).
+   */
+  #resolveEpochs(asked: readonly Promise<Answer<AcquireReply>>[]): void {
+    void Promise.all(asked).then((answers) => {
+      const fresh = answers.flatMap((a) => (a.ok && a.epoch?.state === 'unresolved' ? [{ node: a.node, epoch: a.epoch }] : []));
+      if (fresh.length === 0) return;
+      const sitOutMs = firstUse(answers, this.#masters.length) ? 0 : this.#longestMs + driftMs(this.#longestMs);
+      for (const { node, epoch } of fresh) {
+        this.#sendAside(node, { script: epochScript, keys: [this.#marker], args: resolveArgs(epoch, sitOutMs, this.#longestMs), lock: undefined });
+      }
+    });
   }
 
   /** Gives back, on one master, what `reply` granted there (best effort). */
@@ -342,7 +386,12 @@ export class Redlock implements Topology {
   }
 
   async #grant(call: ScriptCall<AcquireReply>, answers: readonly Answer<AcquireReply>[], startedAt: number, fresh: boolean): Promise<AcquireReply> {
-    const granted = answers.filter((a): a is Answer<AcquireReply> & { ok: true; value: { status: 'acquired'; fence: number; holdCount: number; pttl: number } } => a.ok && a.value.status === 'acquired');
+    const first = firstUse(answers, this.#masters.length);
+    const granted = answers.filter((a): a is Answer<AcquireReply> & { ok: true; value: { status: 'acquired'; fence: number; holdCount: number; pttl: number } } => counts(a, first));
+    // A master sitting out (it may have lost grants): its grant is given back, whatever the outcome.
+    for (const answer of answers) {
+      if (answer.ok && answer.value.status === 'acquired' && !granted.includes(answer as never)) this.#undo(answer.node, call, answer.value);
+    }
     if (granted.length >= this.quorum) {
       const pttl = Math.min(...granted.map((a) => a.value.pttl));
       const validity = pttl - (monotonicNow() - startedAt) - driftMs(pttl);
@@ -359,14 +408,18 @@ export class Redlock implements Topology {
     }
     // No majority in time: give back every grant, and, for a fresh owner, try where no answer came.
     for (const answer of answers) {
-      if (answer.ok) this.#undo(answer.node, call, answer.value);
-      else if (fresh) this.#undo(answer.node, call, undefined);
+      if (answer.ok && granted.includes(answer as never)) this.#undo(answer.node, call, answer.value);
+      else if (answer.ok && answer.value.status !== 'acquired') this.#undo(answer.node, call, answer.value);
+      else if (!answer.ok && fresh) this.#undo(answer.node, call, undefined);
     }
     if (answers.filter((a) => a.ok).length < this.quorum) throw this.#noQuorum(call.lock, 'no majority of masters answered', answers);
     const busy = answers.flatMap((a) => (a.ok && a.value.status === 'busy' ? [a.value.pttl] : []));
     if (answers.filter((a) => a.ok && a.value.status === 'not-held').length >= this.quorum) return { status: 'not-held' };
     // Held by another: sleep until its lease ends (the majority's longest), or a wake-up.
     if (busy.length >= this.quorum) return { status: 'busy', pttl: Math.max(...busy), holder: holderOf(answers) };
+    // Masters sitting out kept the majority from forming: sleep until they count again (or a wake-up).
+    const sitting = answers.flatMap((a) => (a.ok && a.epoch?.state === 'sitting' ? [a.epoch.waitMs] : []));
+    if (sitting.length > 0) return { status: 'busy', pttl: Math.max(...sitting, ...busy) };
     // A split vote (or a majority come too late): back off a random moment, so contenders part.
     return { status: 'busy', pttl: randomInt(5, 50) };
   }
@@ -468,6 +521,21 @@ function holderOf(answers: readonly Answer<AcquireReply>[]): HolderReply | undef
 
 function outcomeOf(reply: unknown): 'acquired' | 'held' {
   return typeof reply === 'object' && reply !== null && 'status' in reply && reply.status === 'acquired' ? 'acquired' : 'held';
+}
+
+/** A master's grant that counts: made in an epoch that is ready, or new on a first use. */
+function counts(a: Answer<AcquireReply>, first: boolean): boolean {
+  if (!a.ok || a.value.status !== 'acquired') return false;
+  const state = a.epoch?.state ?? 'ready';
+  return state === 'ready' || (first && state === 'unresolved');
+}
+
+/**
+ * A first use of the set: every master answered and none had an epoch (each found its marker missing
+ * or another process's). Every master losing its data at once looks the same: see docs/protocol.md.
+ */
+function firstUse(answers: readonly Answer<unknown>[], masters: number): boolean {
+  return answers.length === masters && answers.every((a) => a.ok && a.epoch?.state === 'unresolved');
 }
 
 /** The lease a call asks for, if it carries one: an attempt's or a re-entry's, a renewal's shortest. */
