@@ -71,4 +71,27 @@ describe('Redlock: masters that lost their data', () => {
     assert.ok(again !== null);
     await again.release();
   });
+
+  it('3 of 5 replaced by a dataset that carries their old epoch marker but not the hold (a promoted replica that missed the grant): they sit out all the same', async () => {
+    const name = 'rlr:promoted';
+    const marker = 'padlock:redlock-epoch';
+    const holder = await (await redlock()).mutex(name).acquire({ leaseMs: LEASE_MS, autoExtend: false });
+    const leaseEnds = monotonicNow() + LEASE_MS;
+    // What a replica would have had: every key older than the grant, the marker among them.
+    const copies = await Promise.all([0, 1, 2].map((i) => admins[i]!.hgetall(marker)));
+    assert.ok(copies.every((c) => Object.keys(c).length > 0), 'every master has a marker');
+    await restartEmpty([0, 1, 2]);
+    await Promise.all([0, 1, 2].map((i) => admins[i]!.hset(marker, copies[i]!)));
+    const other = await redlock();
+    let tries = 0;
+    while (monotonicNow() < leaseEnds - 200) {
+      assert.equal(await other.mutex(name).tryAcquire(), null, 'a second holder got the lock while the first lease lives');
+      tries++;
+      await delay(100);
+    }
+    assert.ok(tries >= 5, `tried ${tries} times`);
+    const lease = await other.mutex(name).acquire({ waitMs: 30_000 });
+    assert.equal(holder.isHeld, false);
+    await lease.release();
+  });
 });

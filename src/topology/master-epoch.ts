@@ -30,14 +30,19 @@ export interface Epoch {
   readonly born: number;
 }
 
-/** The marker outlives any lease recorded on it, and an hour unused (as a lock's tombstone). */
+/**
+ * How long a marker lives after the last round that touched it: twice the longest lease recorded
+ * (the script never sets less), so it outlives every hold a round touching it could have granted.
+ * Markers that all ran out mean no lock granted on the set can still be held: a first use again.
+ */
 export function markerTtlMs(longestMs: number): number {
-  return Math.max(3_600_000, 2 * longestMs);
+  return Math.max(10_000, 2 * longestMs);
 }
 
 /**
  * KEYS[1] the marker. ARGV[1] `check` or `resolve`; ARGV[2] for `check` the longest lease the caller
- * knows of (recorded if longer), for `resolve` the sit-out (ms); ARGV[3] the marker's TTL (ms);
+ * knows of (recorded if longer), for `resolve` the sit-out (ms); ARGV[3] the marker's TTL (ms; never
+ * less than twice the longest lease recorded);
  * ARGV[4] for `resolve` the epoch's `born` it read. Reply {0, 0, longest, born} for an unresolved epoch,
  * else {1, ms still sitting out, longest, born}.
  */
@@ -56,7 +61,7 @@ elseif tonumber(ARGV[2]) > longest then
   longest = tonumber(ARGV[2])
 end
 redis.call('HSET', KEYS[1], 'run', run, 'born', born, 'until', untilAt, 'longest', longest)
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[1], math.max(tonumber(ARGV[3]), 2 * longest))
 if untilAt == -1 then return {0, 0, longest, born} end
 return {1, math.max(0, untilAt - now), longest, born}
 `;
