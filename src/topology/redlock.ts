@@ -257,7 +257,7 @@ export class Redlock implements Topology {
     // Decided once a majority granted (a slow master's answer only adds to the hold), or once too few
     // can still grant and it is known whether a majority answered at all.
     const decided = (got: readonly Answer<AcquireReply>[]): boolean => {
-      const granted = got.filter((a) => counts(a, false)).length;
+      const granted = got.filter((a) => counts(a)).length;
       const pending = n - got.length;
       // A new epoch counts only on a first use, which is known once every master answered.
       if (pending > 0 && got.some((a) => a.ok && a.epoch?.state === 'unresolved')) return false;
@@ -265,8 +265,11 @@ export class Redlock implements Topology {
       return granted >= q || (granted + pending < q && (answered >= q || answered + pending < q));
     };
     const answers = await gather(all, decided);
-    this.#resolveEpochs(all);
-    const reply = await this.#grant(call, answers, startedAt, fresh);
+    // A first use: its grants count once their masters' epochs are resolved, so that a later round
+    // can tell these masters from new ones (one more round trip, once per deployment).
+    const confirmed = firstUse(answers, n) ? await this.#resolveNow(answers) : undefined;
+    if (confirmed === undefined) this.#resolveEpochs(all);
+    const reply = await this.#grant(call, answers, startedAt, fresh, confirmed);
     if (reply.status === 'acquired') {
       if (fresh) {
         this.#raiseStragglers(call, all, answers, reply.fence);
@@ -359,18 +362,26 @@ export class Redlock implements Topology {
   }
 
   /**
-   * Once every master of a fresh attempt answered: sets the sit-out of the new epochs it found (0 on
-   * a first use: no master had an epoch, and all answered; else the longest lease known, and a drift).
+   * Once every master of a fresh attempt answered: sets the sit-out of the new epochs it found to the
+   * longest lease known, and a drift (a first use resolves them at once instead: #resolveNow).
    */
   #resolveEpochs(asked: readonly Promise<Answer<AcquireReply>>[]): void {
     void Promise.all(asked).then((answers) => {
-      const fresh = answers.flatMap((a) => (a.ok && a.epoch?.state === 'unresolved' ? [{ node: a.node, epoch: a.epoch }] : []));
-      if (fresh.length === 0) return;
-      const sitOutMs = firstUse(answers, this.#masters.length) ? 0 : this.#longestMs + driftMs(this.#longestMs);
-      for (const { node, epoch } of fresh) {
-        this.#sendAside(node, { script: epochScript, keys: [this.#marker], args: resolveArgs(epoch, sitOutMs, this.#longestMs), lock: undefined });
+      if (firstUse(answers, this.#masters.length)) return;
+      const sitOutMs = this.#longestMs + driftMs(this.#longestMs);
+      for (const a of answers) {
+        if (a.ok && a.epoch?.state === 'unresolved') this.#sendAside(a.node, { script: epochScript, keys: [this.#marker], args: resolveArgs(a.epoch, sitOutMs, this.#longestMs), lock: undefined });
       }
     });
+  }
+
+  /** A first use: resolves every master's new epoch with no sit-out; the masters where it is now ready. */
+  async #resolveNow(answers: readonly Answer<AcquireReply>[]): Promise<ReadonlySet<Master>> {
+    const ms = this.nodeTimeoutMs();
+    const resolved = await Promise.all(
+      answers.flatMap((a) => (a.ok && a.epoch !== undefined ? [this.#ask(a.node, { script: epochScript, keys: [this.#marker], args: resolveArgs(a.epoch, 0, this.#longestMs), lock: undefined }, ms)] : [])),
+    );
+    return new Set(resolved.flatMap((r) => (r.ok && r.value.state === 'ready' ? [r.node] : [])));
   }
 
   /** Gives back, on one master, what `reply` granted there (best effort). */
@@ -385,9 +396,8 @@ export class Redlock implements Topology {
     void bound(node.runner.send(call.script, call.keys, call.args, call.lock), { ms, timeout: () => new Error(`no reply within ${ms} ms`) }).catch(() => undefined);
   }
 
-  async #grant(call: ScriptCall<AcquireReply>, answers: readonly Answer<AcquireReply>[], startedAt: number, fresh: boolean): Promise<AcquireReply> {
-    const first = firstUse(answers, this.#masters.length);
-    const granted = answers.filter((a): a is Answer<AcquireReply> & { ok: true; value: { status: 'acquired'; fence: number; holdCount: number; pttl: number } } => counts(a, first));
+  async #grant(call: ScriptCall<AcquireReply>, answers: readonly Answer<AcquireReply>[], startedAt: number, fresh: boolean, confirmed?: ReadonlySet<Master>): Promise<AcquireReply> {
+    const granted = answers.filter((a): a is Answer<AcquireReply> & { ok: true; value: { status: 'acquired'; fence: number; holdCount: number; pttl: number } } => counts(a, confirmed));
     // A master sitting out (it may have lost grants): its grant is given back, whatever the outcome.
     for (const answer of answers) {
       if (answer.ok && answer.value.status === 'acquired' && !granted.includes(answer as never)) this.#undo(answer.node, call, answer.value);
@@ -523,11 +533,10 @@ function outcomeOf(reply: unknown): 'acquired' | 'held' {
   return typeof reply === 'object' && reply !== null && 'status' in reply && reply.status === 'acquired' ? 'acquired' : 'held';
 }
 
-/** A master's grant that counts: made in an epoch that is ready, or new on a first use. */
-function counts(a: Answer<AcquireReply>, first: boolean): boolean {
+/** A master's grant that counts: made in an epoch that is ready, or new on a first use and since `confirmed` ready. */
+function counts(a: Answer<AcquireReply>, confirmed?: ReadonlySet<Master>): boolean {
   if (!a.ok || a.value.status !== 'acquired') return false;
-  const state = a.epoch?.state ?? 'ready';
-  return state === 'ready' || (first && state === 'unresolved');
+  return (a.epoch?.state ?? 'ready') === 'ready' || confirmed?.has(a.node) === true;
 }
 
 /**
