@@ -349,7 +349,10 @@ export class Redlock implements Topology {
     }
   }
 
-  /** Whether `call` is followed by the epoch check: a fresh attempt (whose grant must not count on a master that may have lost grants) and a renewal (which keeps the marker alive while a lock is held). */
+  /**
+   * Whether `call` is followed by the epoch check: a fresh attempt (whose grant must not count on a
+   * master that may have lost grants) and a renewal (which keeps the marker alive while a lock is held).
+   */
   #checks(call: PlainCall): boolean {
     return call.script === acquireScript || call.script === enqueueScript || call.script === renewScript;
   }
@@ -398,9 +401,10 @@ export class Redlock implements Topology {
 
   async #grant(call: ScriptCall<AcquireReply>, answers: readonly Answer<AcquireReply>[], startedAt: number, fresh: boolean, confirmed?: ReadonlySet<Master>): Promise<AcquireReply> {
     const granted = answers.filter((a): a is Answer<AcquireReply> & { ok: true; value: { status: 'acquired'; fence: number; holdCount: number; pttl: number } } => counts(a, confirmed));
+    const counted = new Set<Answer<AcquireReply>>(granted);
     // A master sitting out (it may have lost grants): its grant is given back, whatever the outcome.
     for (const answer of answers) {
-      if (answer.ok && answer.value.status === 'acquired' && !granted.includes(answer as never)) this.#undo(answer.node, call, answer.value);
+      if (answer.ok && answer.value.status === 'acquired' && !counted.has(answer)) this.#undo(answer.node, call, answer.value);
     }
     if (granted.length >= this.quorum) {
       const pttl = Math.min(...granted.map((a) => a.value.pttl));
@@ -418,9 +422,11 @@ export class Redlock implements Topology {
     }
     // No majority in time: give back every grant, and, for a fresh owner, try where no answer came.
     for (const answer of answers) {
-      if (answer.ok && granted.includes(answer as never)) this.#undo(answer.node, call, answer.value);
-      else if (answer.ok && answer.value.status !== 'acquired') this.#undo(answer.node, call, answer.value);
-      else if (!answer.ok && fresh) this.#undo(answer.node, call, undefined);
+      if (answer.ok) {
+        if (counted.has(answer)) this.#undo(answer.node, call, answer.value);
+      } else if (fresh) {
+        this.#undo(answer.node, call, undefined);
+      }
     }
     if (answers.filter((a) => a.ok).length < this.quorum) throw this.#noQuorum(call.lock, 'no majority of masters answered', answers);
     const busy = answers.flatMap((a) => (a.ok && a.value.status === 'busy' ? [a.value.pttl] : []));
