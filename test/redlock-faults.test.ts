@@ -12,7 +12,7 @@ import { Padlock } from '../src/index.js';
 import type { PadlockOptions } from '../src/options.js';
 import { monotonicNow } from '../src/clock.js';
 import type { Redlock } from '../src/topology/redlock.js';
-import { connect, delay, startServers } from './harness/redis.js';
+import { connect, delay, eventually, startServers } from './harness/redis.js';
 import { holdsOf } from './harness/lock-state.js';
 
 let masters: RedisServer[];
@@ -40,37 +40,40 @@ async function holdersOf(name: string, owner: string, indexes: readonly number[]
   return indexes.filter((_, j) => held[j]);
 }
 
-describe('Redlock: a lost minority changes nothing', () => {
-  for (const fault of ['frozen (SIGSTOP)', 'killed'] as const) {
-    it(`2 of 5 masters ${fault} while a renewed 1 s lease is held: the lease lives on for 4 leases, and nobody else gets the lock`, async () => {
-      const name = `rlf:minority:${fault}`;
-      const padlock = await redlock({ leaseMs: 1_000 });
-      const other = await redlock({ leaseMs: 1_000 });
-      let lost: unknown;
-      padlock.on('lost', (error) => (lost = error));
-      const lease = await padlock.mutex(name).acquire();
-      if (fault === 'killed') await Promise.all([3, 4].map((i) => masters[i]!.kill()));
-      else for (const i of [3, 4]) masters[i]!.pause();
-      try {
-        const until = monotonicNow() + 4_000;
-        let tries = 0;
-        while (monotonicNow() < until) {
-          assert.equal(await other.mutex(name).tryAcquire(), null, 'another client got the lock');
-          tries++;
-          await delay(100);
-        }
-        assert.ok(tries > 5);
-        assert.equal(lost, undefined, `the lease was lost: ${String(lost)}`);
-        assert.equal(lease.isHeld, true);
-        assert.deepEqual(await holdersOf(name, lease.owner, [0, 1, 2]), [0, 1, 2], 'still held on the live three');
-        await lease.release();
-        assert.deepEqual(await holdersOf(name, lease.owner, [0, 1, 2]), []);
-      } finally {
-        if (fault === 'killed') await Promise.all([3, 4].map((i) => masters[i]!.restart()));
-        else for (const i of [3, 4]) masters[i]!.resume();
+/** A renewed 1 s lease held while 2 of 5 masters are lost (`fault`), watched for 4 s. */
+function minorityLost(fault: 'frozen (SIGSTOP)' | 'killed'): void {
+  it(`2 of 5 masters ${fault} while a renewed 1 s lease is held: the lease lives on for 4 leases, and nobody else gets the lock`, async () => {
+    const name = `rlf:minority:${fault}`;
+    const padlock = await redlock({ leaseMs: 1_000 });
+    const other = await redlock({ leaseMs: 1_000 });
+    let lost: unknown;
+    padlock.on('lost', (error) => (lost = error));
+    const lease = await padlock.mutex(name).acquire();
+    if (fault === 'killed') await Promise.all([3, 4].map((i) => masters[i]!.kill()));
+    else for (const i of [3, 4]) masters[i]!.pause();
+    try {
+      const until = monotonicNow() + 4_000;
+      let tries = 0;
+      while (monotonicNow() < until) {
+        assert.equal(await other.mutex(name).tryAcquire(), null, 'another client got the lock');
+        tries++;
+        await delay(100);
       }
-    });
-  }
+      assert.ok(tries > 5);
+      assert.equal(lost, undefined, `the lease was lost: ${String(lost)}`);
+      assert.equal(lease.isHeld, true);
+      assert.deepEqual(await holdersOf(name, lease.owner, [0, 1, 2]), [0, 1, 2], 'still held on the live three');
+      await lease.release();
+      assert.deepEqual(await holdersOf(name, lease.owner, [0, 1, 2]), []);
+    } finally {
+      if (fault === 'killed') await Promise.all([3, 4].map((i) => masters[i]!.restart()));
+      else for (const i of [3, 4]) masters[i]!.resume();
+    }
+  });
+}
+
+describe('Redlock: a lost minority changes nothing', () => {
+  minorityLost('frozen (SIGSTOP)');
 
   it('2 of 5 frozen: a release returns without waiting for the frozen masters\' time-out, 20 times; close() waits for their calls', async () => {
     const name = 'rlf:release';
@@ -83,6 +86,7 @@ describe('Redlock: a lost minority changes nothing', () => {
       const lease = await padlock.mutex(`${name}:${i}`).acquire();
       leases.push(lease);
     }
+    assert.deepEqual(await holdersOf(`${name}:0`, leases[0]!.owner, [0, 1, 2, 3, 4]), [0, 1, 2, 3, 4], 'held on every master');
     for (const i of [3, 4]) masters[i]!.pause();
     let closed = false;
     try {
@@ -119,9 +123,11 @@ describe('Redlock: a lost minority changes nothing', () => {
     } finally {
       for (const i of [3, 4]) masters[i]!.resume();
     }
-    // (Masters 3 and 4 were restarted above: they sit out, so the hold stands on 0, 1 and 2.)
-    assert.deepEqual(await holdersOf(name, holder.owner, [0, 1, 2]), [0, 1, 2], 'the holder still holds');
+    assert.ok(await eventually(async () => (await holdersOf(name, holder.owner, [0, 1, 2, 3, 4])).length === 5), 'the holder still holds, on every master');
     assert.equal(holder.isHeld, true);
     await holder.release();
   });
+
+  // Last: the killed masters come back empty, and sit out (the restart rule) for the rest of the file.
+  minorityLost('killed');
 });
