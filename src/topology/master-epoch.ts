@@ -14,6 +14,7 @@
  * again after the grant is sent again).
  */
 import { RedisCommandError } from '../errors.js';
+import { debugEnabled, loggedConnection } from '../observability/debug-log.js';
 import type { Arg, CommandConnection } from '../redis/connection.js';
 import { defineScript, wrap, type ScriptRunner } from '../redis/script-runner.js';
 import type { GaveUp, ScriptCall } from './topology.js';
@@ -89,9 +90,11 @@ export function resolveArgs(epoch: Epoch, sitOutMs: number, longestMs: number): 
  */
 export async function sendChecked<Result>(runner: ScriptRunner, connection: CommandConnection, call: ScriptCall<Result>, marker: string, check: readonly Arg[], gaveUp?: GaveUp): Promise<{ readonly value: Result; readonly epoch: Epoch }> {
   const isReply = (error: unknown): boolean => connection.isReplyError(error);
+  // NODE_DEBUG=padlock logs these commands too, as the runner logs its own.
+  const pipe = debugEnabled ? loggedConnection(connection) : connection;
   let settled: Awaited<ReturnType<CommandConnection['evalshaMany']>>;
   try {
-    settled = await connection.evalshaMany([
+    settled = await pipe.evalshaMany([
       { sha: call.script.sha, keys: call.keys, args: call.args },
       { sha: epochScript.sha, keys: [marker], args: check },
     ]);
