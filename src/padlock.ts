@@ -87,7 +87,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
     const reportError = (error: unknown): void => errorReports.report(error);
     const { redis } = resolved;
     const topology: Topology = isMasters(redis)
-      ? new Redlock(redis, resolved.replyTimeoutMs)
+      ? new Redlock(redis, resolved.replyTimeoutMs, { leaseMs: resolved.leaseMs, prefix: this.prefix, track: (work) => runtime.track(work) })
       : new SingleServer(redis, resolved.replyTimeoutMs, resolved.replicas);
     const subscriber = new Subscriber(() => topology.openSubscriber(), reportError);
     const observer: Observer | undefined = resolved.metrics === undefined ? undefined : new Metrics(resolved.metrics);

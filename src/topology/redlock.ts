@@ -1,13 +1,15 @@
 /**
  * Redlock: N ≥ 3 independent masters. Every call goes to all of them in parallel, each with its own
- * time-out, and the answers add up by the call's rule:
+ * time-out (small beside the call's lease), and the answers add up by the call's rule, as soon as
+ * the answers so far decide it (the other masters' calls run on in the background, bounded):
  * - a grant (acquire, enqueue, re-enter) needs a majority of grants whose shortest lease, less the
  *   time the round took and a drift, is still positive; the fence then becomes the greatest any
  *   granting master gave, written back to a majority before the grant is returned (so fences
  *   increase across overlapping majorities). Anything short of that is undone on every master
  *   that granted (and, for a fresh owner, on every master that did not answer);
  * - a renewal holds where a majority renewed it; the lease is the majority's shortest;
- * - a release, a leave and a force-release go to every master; a read (inspect) takes the majority;
+ * - a release, a leave and a force-release go to every master (a release returns once a majority
+ *   released); a read (inspect) takes the majority;
  * - a reap goes to every master, each checking the holder's liveness key there: freed where every
  *   client's key is gone (a dead client's key runs out on every master);
  * - a liveness key write goes to every master and needs a majority.
@@ -20,6 +22,7 @@ import { QuorumError, RedisUnavailableError, type NodeOutcome } from '../errors.
 import type { CommandConnection, SubscriberConnection } from '../redis/connection.js';
 import { fanInSubscriber } from '../redis/fan-in-subscriber.js';
 import { FenceProposer } from './fence-proposer.js';
+import { checkArgs, epochScript, resolveArgs, sendChecked, type Epoch } from './master-epoch.js';
 import { ScriptRunner } from '../redis/script-runner.js';
 import { EvictionPolicyCheck } from '../redis/eviction-policy.js';
 import {
@@ -44,7 +47,11 @@ import type { GaveUp, LockKindName, PlainCall, ScriptCall, Topology } from './to
 
 /** A master's answer to one call. */
 type Answer<Result> =
-  | { readonly node: Master; readonly ok: true; readonly value: Result }
+  /**
+   * `covered`: a later attempt of the same owner was still unanswered by that master when this came
+   * (see #ask). `epoch`: the master's epoch, read after the call (attempts and renewals; master-epoch.ts).
+   */
+  | { readonly node: Master; readonly ok: true; readonly value: Result; readonly covered: boolean; readonly epoch?: Epoch | undefined }
   | { readonly node: Master; readonly ok: false; readonly error: unknown };
 
 interface Master {
@@ -83,8 +90,25 @@ function isAttempt(script: unknown): boolean {
   return script === acquireScript || script === enqueueScript || script === reenterScript;
 }
 
-/** The longest a master may take to answer one call: small against a lease, as Redlock asks. */
-const NODE_TIMEOUT_MS = 1_000;
+/**
+ * How long a master may take to answer one call: a quarter of the call's lease (of the Padlock's lease
+ * for calls that carry none), small against it as Redlock asks, within these bounds. A round decides
+ * as soon as its outcome is known, so the time-out costs something only when the masters that have
+ * answered cannot decide it yet (a split, or too few answers).
+ */
+const NODE_TIMEOUT_SHARE = 0.25;
+const MIN_NODE_TIMEOUT_MS = 100;
+const MAX_NODE_TIMEOUT_MS = 1_000;
+
+/** What a Redlock set needs from its Padlock beyond the masters. */
+export interface RedlockHost {
+  /** The Padlock's lease, for the per-master time-out of calls that carry no lease of their own. */
+  readonly leaseMs: number;
+  /** Lets the calls a round no longer waits for run on, bounded; `close()` waits for them. */
+  readonly track: (work: Promise<unknown>) => void;
+  /** The Padlock's key prefix: each master's epoch marker is `<prefix>:redlock-epoch`. */
+  readonly prefix: string;
+}
 
 /** The kinds a Redlock set cannot serve soundly, and why. */
 const REFUSALS: Partial<Record<LockKindName, string>> = {
@@ -106,17 +130,27 @@ export class Redlock implements Topology {
   /** How many masters make a majority. */
   readonly quorum: number;
   readonly #masters: readonly Master[];
-  readonly #nodeTimeoutMs: number;
   readonly #fences = new FenceProposer();
+  readonly #host: RedlockHost;
+  readonly #marker: string;
+  /** The longest lease this client has asked for or seen recorded on a master (the restart rule's sit-out). */
+  #longestMs: number;
 
-  constructor(connections: readonly CommandConnection[], readonly replyTimeoutMs: number) {
+  constructor(connections: readonly CommandConnection[], readonly replyTimeoutMs: number, host: RedlockHost) {
     this.#masters = connections.map((connection) => {
       const runner = new ScriptRunner(connection);
       return { address: connection.address, runner, connection, attempts: new InFlight(), evictions: new EvictionPolicyCheck(runner, connection) };
     });
     this.quorum = Math.floor(connections.length / 2) + 1;
-    this.#nodeTimeoutMs = Math.min(NODE_TIMEOUT_MS, replyTimeoutMs);
+    this.#host = host;
+    this.#marker = `${host.prefix}:redlock-epoch`;
+    this.#longestMs = host.leaseMs;
     this.description = `Redlock over ${connections.length} masters`;
+  }
+
+  /** The per-master time-out for a call whose lease is `leaseMs` (see NODE_TIMEOUT_SHARE). */
+  nodeTimeoutMs(leaseMs = this.#host.leaseMs): number {
+    return Math.min(this.replyTimeoutMs, MAX_NODE_TIMEOUT_MS, Math.max(MIN_NODE_TIMEOUT_MS, Math.ceil(leaseMs * NODE_TIMEOUT_SHARE)));
   }
 
   /** A woken waiter tries again once a majority of masters woke it (they ran the release). */
@@ -158,7 +192,11 @@ export class Redlock implements Topology {
     return fanInSubscriber(this.#masters.map((m) => m.connection.openSubscriber()));
   }
 
-  /** Sends `call` to every master at once, each bounded by the per-master time-out, and adds the answers up. */
+  /**
+   * Sends `call` to every master at once, each bounded by the per-master time-out, and adds the
+   * answers up as soon as they decide the call's outcome: the masters not yet heard from run on in
+   * the background (tracked, so that `close()` waits for them).
+   */
   async #round<Result>(call: ScriptCall<Result>, gaveUp?: GaveUp): Promise<Result> {
     const startedAt = monotonicNow();
     // The rule is the call's script's; each branch reads the reply type that script has.
@@ -166,30 +204,107 @@ export class Redlock implements Topology {
     if (isAttempt(script)) {
       return (await this.#acquire(call as unknown as ScriptCall<AcquireReply>, startedAt, gaveUp)) as unknown as Result;
     }
-    const answers = await Promise.all(this.#masters.map((node) => this.#ask(node, call, gaveUp)));
-    if (script === renewScript) return this.#renew(call.lock, answers as unknown as Answer<number[]>[]) as unknown as Result;
-    if (script === releaseScript) return this.#release(call.lock, answers as unknown as Answer<ReleaseReply>[]) as unknown as Result;
-    if (script === leaveScript || script === forceReleaseScript) return this.#any(call.lock, answers as unknown as Answer<boolean>[]) as unknown as Result;
-    if (script === inspectScript) return this.#inspect(call.lock, answers as unknown as Answer<InspectReply>[]) as unknown as Result;
-    if (script === reapScript) return this.#reap(call.lock, answers as unknown as Answer<ReapReply>[]) as unknown as Result;
-    if (script === livenessScript) return this.#majority(call.lock, answers as unknown as Answer<true>[]) as unknown as Result;
+    const asked = this.#askAll(call, gaveUp);
+    const n = this.#masters.length;
+    const q = this.quorum;
+    if (script === renewScript) {
+      const holds = call.keys.length;
+      const decided = (got: readonly Answer<number[]>[]): boolean => {
+        const pending = n - got.length;
+        for (let i = 0; i < holds; i++) {
+          const renewed = got.filter((a) => a.ok && (a.value[i] ?? 0) > 0).length;
+          if (renewed < q && renewed + pending >= q) return false;
+        }
+        return true;
+      };
+      const answers = await gather(asked as unknown as Promise<Answer<number[]>>[], decided);
+      return this.#renew(call.lock, answers, holds) as unknown as Result;
+    }
+    if (script === releaseScript) {
+      const decided = (got: readonly Answer<ReleaseReply>[]): boolean => got.filter((a) => a.ok && a.value.status === 'released').length >= q;
+      return this.#release(call.lock, await gather(asked as unknown as Promise<Answer<ReleaseReply>>[], decided)) as unknown as Result;
+    }
+    if (script === leaveScript || script === forceReleaseScript) {
+      const decided = (got: readonly Answer<boolean>[]): boolean => got.filter((a) => a.ok).length >= q && got.some((a) => a.ok && a.value);
+      return this.#any(call.lock, await gather(asked as unknown as Promise<Answer<boolean>>[], decided)) as unknown as Result;
+    }
+    if (script === inspectScript) {
+      const decided = (got: readonly Answer<InspectReply>[]): boolean => {
+        const replies = got.flatMap((a) => (a.ok ? [a.value] : []));
+        const free = replies.filter((r) => r.fence === 0).length;
+        const fence = agreed(replies.filter((r) => r.fence > 0).map((r) => r.fence));
+        return free >= q || replies.filter((r) => r.fence === fence && fence > 0).length >= q;
+      };
+      return this.#inspect(call.lock, await gather(asked as unknown as Promise<Answer<InspectReply>>[], decided)) as unknown as Result;
+    }
+    if (script === reapScript) return this.#reap(call.lock, await Promise.all(asked as unknown as Promise<Answer<ReapReply>>[])) as unknown as Result;
+    if (script === livenessScript) {
+      const decided = (got: readonly Answer<true>[]): boolean => got.filter((a) => a.ok).length >= q;
+      return this.#majority(call.lock, await gather(asked as unknown as Promise<Answer<true>>[], decided)) as unknown as Result;
+    }
     throw new TypeError(`Redlock has no rule for ${call.script.name}`);
+  }
+
+  /** Sends `call` to every master; the whole round is tracked until the last master answered or timed out. */
+  #askAll<Result>(call: ScriptCall<Result>, gaveUp?: GaveUp): Promise<Answer<Result>>[] {
+    const ms = this.nodeTimeoutMs(leaseOf(call));
+    const asked = this.#masters.map((node) => this.#ask(node, call, ms, gaveUp));
+    this.#host.track(Promise.all(asked));
+    return asked;
   }
 
   /** A grant (acquire, enqueue, re-enter): a fresh hold is proposed a fence the masters can agree on. */
   async #acquire(asked: ScriptCall<AcquireReply>, startedAt: number, gaveUp?: GaveUp): Promise<AcquireReply> {
     const fresh = asked.script !== reenterScript;
     const call = fresh && asked.proposing !== undefined ? asked.proposing(this.#fences.propose()) : asked;
-    const all = this.#masters.map((node) => this.#ask(node, call, gaveUp));
-    // A grant needs no more answers once a majority granted: a slow master's answer only adds to the hold.
-    const enough = (got: readonly Answer<AcquireReply>[]): boolean => got.filter((a) => a.ok && a.value.status === 'acquired').length >= this.quorum;
-    const answers = await gather(all, enough);
-    const reply = await this.#grant(call, answers, startedAt, fresh);
-    if (fresh && reply.status === 'acquired') {
-      this.#raiseStragglers(call, all, answers, reply.fence);
-      this.#unqueue(call, all);
+    const all = this.#askAll(call, gaveUp);
+    const n = this.#masters.length;
+    const q = this.quorum;
+    // Decided once a majority granted (a slow master's answer only adds to the hold), or once too few
+    // can still grant and it is known whether a majority answered at all.
+    const decided = (got: readonly Answer<AcquireReply>[]): boolean => {
+      const granted = got.filter((a) => counts(a)).length;
+      const pending = n - got.length;
+      // A new epoch counts only on a first use, which is known once every master answered.
+      if (pending > 0 && got.some((a) => a.ok && a.epoch?.state === 'unresolved')) return false;
+      const answered = got.filter((a) => a.ok).length;
+      return granted >= q || (granted + pending < q && (answered >= q || answered + pending < q));
+    };
+    const answers = await gather(all, decided);
+    // A first use: its grants count once their masters' epochs are resolved, so that a later round
+    // can tell these masters from new ones (one more round trip, once per deployment).
+    const confirmed = firstUse(answers, n) ? await this.#resolveNow(answers) : undefined;
+    if (confirmed === undefined) this.#resolveEpochs(all);
+    const reply = await this.#grant(call, answers, startedAt, fresh, confirmed);
+    if (reply.status === 'acquired') {
+      if (fresh) {
+        this.#raiseStragglers(call, all, answers, reply.fence);
+        this.#unqueue(call, all);
+      }
+    } else {
+      this.#giveBackStragglers(call, all, answers, fresh);
     }
     return reply;
+  }
+
+  /**
+   * An attempt decided without some masters' answers (it failed on a majority already): what those
+   * masters grant when their answer comes is given back, as for the answered ones; a master that never
+   * answers a fresh owner's attempt gets the clean-up an unanswered call gets.
+   */
+  #giveBackStragglers(call: ScriptCall<AcquireReply>, asked: readonly Promise<Answer<AcquireReply>>[], counted: readonly Answer<AcquireReply>[], fresh: boolean): void {
+    const owner = String(call.args[0]);
+    for (const answer of asked) {
+      void answer.then((a) => {
+        if (counted.includes(a)) return;
+        // A later attempt of the same owner, still unanswered there, accounts for this grant (see #ask).
+        if (a.ok) {
+          if (!a.covered) this.#undo(a.node, call, a.value);
+        } else if (fresh && !a.node.attempts.pending(owner)) {
+          this.#undo(a.node, call, undefined);
+        }
+      });
+    }
   }
 
   /**
@@ -214,24 +329,69 @@ export class Redlock implements Topology {
    * in order, so that attempt's answer, which comes next, found the grant already made and counts it
    * as its own (it is that attempt's to keep or give back).
    */
-  async #ask<Result>(node: Master, call: ScriptCall<Result>, gaveUp?: GaveUp): Promise<Answer<Result>> {
-    const ms = this.#nodeTimeoutMs;
+  async #ask<Result>(node: Master, call: ScriptCall<Result>, ms: number, gaveUp?: GaveUp): Promise<Answer<Result>> {
     node.evictions.check(call.keys); // once per master: beside this call, never before it
-    const sent = node.runner.send(call.script, call.keys, call.args, call.lock, gaveUp);
+    const checked = this.#checks(call) ? sendChecked(node.runner, node.connection, call, this.#marker, checkArgs(this.#longestOf(call)), gaveUp) : undefined;
+    const sent = checked === undefined ? node.runner.send(call.script, call.keys, call.args, call.lock, gaveUp) : checked.then((c) => c.value);
     const owner = isAttempt(call.script) ? String(call.args[0]) : undefined;
-    if (owner !== undefined) node.attempts.track(owner, sent);
+    // Read as the reply comes, before the next reply of that master (which may be the later attempt's) is handled.
+    let covered = false;
+    if (owner !== undefined) {
+      node.attempts.track(owner, sent);
+      sent.then(() => (covered = node.attempts.pending(owner)), () => undefined);
+    }
     try {
       const value = await bound(sent, {
         ms,
         timeout: () => new RedisUnavailableError(call.lock, new Error(`${node.address}: no reply within ${ms} ms`)),
         late: (late) => {
-          if (owner === undefined || !node.attempts.pending(owner)) this.#undo(node, call, late);
+          if (!covered) this.#undo(node, call, late);
         },
       });
-      return { node, ok: true, value };
+      const epoch = checked === undefined ? undefined : (await checked).epoch;
+      if (epoch !== undefined && epoch.longestMs > this.#longestMs) this.#longestMs = epoch.longestMs;
+      return { node, ok: true, value, covered, epoch };
     } catch (error) {
       return { node, ok: false, error };
     }
+  }
+
+  /**
+   * Whether `call` is followed by the epoch check: a fresh attempt (whose grant must not count on a
+   * master that may have lost grants) and a renewal (which keeps the marker alive while a lock is held).
+   */
+  #checks(call: PlainCall): boolean {
+    return call.script === acquireScript || call.script === enqueueScript || call.script === renewScript;
+  }
+
+  /** The longest lease a check records: the call's own, or a longer one this client knows of. */
+  #longestOf(call: PlainCall): number {
+    const lease = leaseOf(call) ?? 0;
+    if (lease > this.#longestMs) this.#longestMs = lease;
+    return this.#longestMs;
+  }
+
+  /**
+   * Once every master of a fresh attempt answered: sets the sit-out of the new epochs it found to the
+   * longest lease known, and a drift (a first use resolves them at once instead: #resolveNow).
+   */
+  #resolveEpochs(asked: readonly Promise<Answer<AcquireReply>>[]): void {
+    void Promise.all(asked).then((answers) => {
+      if (firstUse(answers, this.#masters.length)) return;
+      const sitOutMs = this.#longestMs + driftMs(this.#longestMs);
+      for (const a of answers) {
+        if (a.ok && a.epoch?.state === 'unresolved') this.#sendAside(a.node, { script: epochScript, keys: [this.#marker], args: resolveArgs(a.epoch, sitOutMs, this.#longestMs), lock: undefined });
+      }
+    });
+  }
+
+  /** A first use: resolves every master's new epoch with no sit-out; the masters where it is now ready. */
+  async #resolveNow(answers: readonly Answer<AcquireReply>[]): Promise<ReadonlySet<Master>> {
+    const ms = this.nodeTimeoutMs();
+    const resolved = await Promise.all(
+      answers.flatMap((a) => (a.ok && a.epoch !== undefined ? [this.#ask(a.node, { script: epochScript, keys: [this.#marker], args: resolveArgs(a.epoch, 0, this.#longestMs), lock: undefined }, ms)] : [])),
+    );
+    return new Set(resolved.flatMap((r) => (r.ok && r.value.state === 'ready' ? [r.node] : [])));
   }
 
   /** Gives back, on one master, what `reply` granted there (best effort). */
@@ -246,8 +406,13 @@ export class Redlock implements Topology {
     void bound(node.runner.send(call.script, call.keys, call.args, call.lock), { ms, timeout: () => new Error(`no reply within ${ms} ms`) }).catch(() => undefined);
   }
 
-  async #grant(call: ScriptCall<AcquireReply>, answers: readonly Answer<AcquireReply>[], startedAt: number, fresh: boolean): Promise<AcquireReply> {
-    const granted = answers.filter((a): a is Answer<AcquireReply> & { ok: true; value: { status: 'acquired'; fence: number; holdCount: number; pttl: number } } => a.ok && a.value.status === 'acquired');
+  async #grant(call: ScriptCall<AcquireReply>, answers: readonly Answer<AcquireReply>[], startedAt: number, fresh: boolean, confirmed?: ReadonlySet<Master>): Promise<AcquireReply> {
+    const granted = answers.filter((a): a is Answer<AcquireReply> & { ok: true; value: { status: 'acquired'; fence: number; holdCount: number; pttl: number } } => counts(a, confirmed));
+    const counted = new Set<Answer<AcquireReply>>(granted);
+    // A master sitting out (it may have lost grants): its grant is given back, whatever the outcome.
+    for (const answer of answers) {
+      if (answer.ok && answer.value.status === 'acquired' && !counted.has(answer)) this.#undo(answer.node, call, answer.value);
+    }
     if (granted.length >= this.quorum) {
       const pttl = Math.min(...granted.map((a) => a.value.pttl));
       const validity = pttl - (monotonicNow() - startedAt) - driftMs(pttl);
@@ -264,14 +429,20 @@ export class Redlock implements Topology {
     }
     // No majority in time: give back every grant, and, for a fresh owner, try where no answer came.
     for (const answer of answers) {
-      if (answer.ok) this.#undo(answer.node, call, answer.value);
-      else if (fresh) this.#undo(answer.node, call, undefined);
+      if (answer.ok) {
+        if (counted.has(answer)) this.#undo(answer.node, call, answer.value);
+      } else if (fresh) {
+        this.#undo(answer.node, call, undefined);
+      }
     }
     if (answers.filter((a) => a.ok).length < this.quorum) throw this.#noQuorum(call.lock, 'no majority of masters answered', answers);
     const busy = answers.flatMap((a) => (a.ok && a.value.status === 'busy' ? [a.value.pttl] : []));
     if (answers.filter((a) => a.ok && a.value.status === 'not-held').length >= this.quorum) return { status: 'not-held' };
     // Held by another: sleep until its lease ends (the majority's longest), or a wake-up.
     if (busy.length >= this.quorum) return { status: 'busy', pttl: Math.max(...busy), holder: holderOf(answers) };
+    // Masters sitting out kept the majority from forming: sleep until they count again (or a wake-up).
+    const sitting = answers.flatMap((a) => (a.ok && a.epoch?.state === 'sitting' ? [a.epoch.waitMs] : []));
+    if (sitting.length > 0) return { status: 'busy', pttl: Math.max(...sitting, ...busy) };
     // A split vote (or a majority come too late): back off a random moment, so contenders part.
     return { status: 'busy', pttl: randomInt(5, 50) };
   }
@@ -296,14 +467,16 @@ export class Redlock implements Topology {
     const owner = call.args[0];
     if (lock === undefined || owner === undefined) return false;
     const raise = { script: raiseFenceScript, keys: [lock], args: [owner, fence.toFixed(0)], lock: call.lock };
-    const raised = await Promise.all(masters.map(async (node) => (await this.#ask(node, raise)).ok));
+    const ms = this.nodeTimeoutMs(leaseOf(call));
+    const raised = await Promise.all(masters.map(async (node) => (await this.#ask(node, raise, ms)).ok));
     return having + raised.filter(Boolean).length >= this.quorum;
   }
 
-  #renew(lock: string | undefined, answers: readonly Answer<number[]>[]): number[] {
+  /** Each hold's lease where a majority renewed it; `answers` may lack the masters that could not change that (not yet heard from). */
+  #renew(lock: string | undefined, answers: readonly Answer<number[]>[], size: number): number[] {
     const replies = answers.flatMap((a) => (a.ok ? [a.value] : []));
-    const failed = answers.length - replies.length;
-    const size = Math.max(0, ...replies.map((r) => r.length));
+    // Masters that failed or have not answered yet: they might have renewed.
+    const failed = this.#masters.length - replies.length;
     return Array.from({ length: size }, (_, i) => {
       const renewed = replies.map((r) => r[i] ?? 0).filter((pttl) => pttl > 0).sort((a, b) => b - a);
       if (renewed.length >= this.quorum) return renewed[this.quorum - 1] ?? 0;
@@ -371,6 +544,28 @@ function holderOf(answers: readonly Answer<AcquireReply>[]): HolderReply | undef
 
 function outcomeOf(reply: unknown): 'acquired' | 'held' {
   return typeof reply === 'object' && reply !== null && 'status' in reply && reply.status === 'acquired' ? 'acquired' : 'held';
+}
+
+/** A master's grant that counts: made in an epoch that is ready, or new on a first use and since `confirmed` ready. */
+function counts(a: Answer<AcquireReply>, confirmed?: ReadonlySet<Master>): boolean {
+  if (!a.ok || a.value.status !== 'acquired') return false;
+  return (a.epoch?.state ?? 'ready') === 'ready' || confirmed?.has(a.node) === true;
+}
+
+/**
+ * A first use of the set: every master answered and none had an epoch (each found its marker missing
+ * or another process's). Every master losing its data at once looks the same: see docs/protocol.md.
+ */
+function firstUse(answers: readonly Answer<unknown>[], masters: number): boolean {
+  return answers.length === masters && answers.every((a) => a.ok && a.epoch?.state === 'unresolved');
+}
+
+/** The lease a call asks for, if it carries one: an attempt's or a re-entry's, a renewal's shortest. */
+function leaseOf(call: PlainCall): number | undefined {
+  const script = call.script as unknown;
+  if (isAttempt(script)) return Number(call.args[1]);
+  if (script === renewScript) return Math.min(...call.args.filter((_, i) => i % 2 === 1).map(Number));
+  return undefined;
 }
 
 /** The answers so far, once `enough` says so or all are in. */

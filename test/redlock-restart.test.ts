@@ -1,0 +1,97 @@
+/**
+ * Redlock's restart rule on 5 real masters: a master that lost its data sits out — its grants do not
+ * count — until the longest lease it might have granted has passed (docs/protocol.md, "A master that
+ * lost its data"). Every Padlock here uses a 4 s lease, so the longest lease known is 4 s.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Redis } from 'ioredis';
+import type { RedisServer } from '../src/devserver/redis-server.js';
+import { lockKeys } from '../src/keys.js';
+import { Padlock } from '../src/index.js';
+import { monotonicNow } from '../src/clock.js';
+import { connect, delay, startServers } from './harness/redis.js';
+import { holdsOf } from './harness/lock-state.js';
+
+const LEASE_MS = 4_000;
+let masters: RedisServer[];
+let admins: Redis[];
+const padlocks: Padlock[] = [];
+before(async () => {
+  masters = await startServers(5);
+  admins = masters.map((m) => connect(m));
+});
+after(() => Promise.all(padlocks.map((p) => p.close())));
+
+/** A Padlock over all five masters (4 s lease), each through a connected client of its own. */
+async function redlock(): Promise<Padlock> {
+  const clients = masters.map((m) => connect(m));
+  await Promise.all(clients.map((c) => c.ping()));
+  const padlock = new Padlock({ redis: clients, leaseMs: LEASE_MS });
+  padlocks.push(padlock);
+  return padlock;
+}
+
+/** Kills the masters at `indexes` and starts them again, empty (no persistence). */
+async function restartEmpty(indexes: readonly number[]): Promise<void> {
+  await Promise.all(indexes.map((i) => masters[i]!.kill()));
+  await Promise.all(indexes.map((i) => masters[i]!.restart()));
+}
+
+describe('Redlock: masters that lost their data', () => {
+  it('a first use of fresh masters is served at once (no master had an epoch: nothing to sit out)', async () => {
+    const lease = await (await redlock()).mutex('rlr:first').tryAcquire();
+    assert.ok(lease !== null, 'the very first attempt on new masters is granted');
+    await lease.release();
+  });
+
+  it('3 of 5 restarted empty while a lock with 4 s left is held: no second holder while that lease lives; served again afterwards', async () => {
+    const name = 'rlr:classic';
+    const holder = await (await redlock()).mutex(name).acquire({ leaseMs: LEASE_MS, autoExtend: false });
+    const leaseEnds = monotonicNow() + LEASE_MS;
+    await restartEmpty([0, 1, 2]);
+    const other = await redlock();
+    // A waiter too: it must not be served before the holder's lease ran out.
+    const waiting = (await redlock()).mutex(name).acquire({ waitMs: 30_000 }).then((lease) => ({ lease, heldBefore: holder.isHeld }));
+    let tries = 0;
+    while (monotonicNow() < leaseEnds - 200) {
+      assert.equal(await other.mutex(name).tryAcquire(), null, 'a second holder got the lock while the first lease lives');
+      tries++;
+      await delay(100);
+    }
+    assert.ok(tries >= 5, `tried ${tries} times`);
+    const { lease, heldBefore } = await waiting;
+    assert.equal(heldBefore, false, 'the waiter was served only once the first lease had run out');
+    assert.ok(lease.fence > holder.fence, 'with a greater fence');
+    const key = lockKeys('padlock', name).lock;
+    assert.ok((await Promise.all([0, 1, 2].map((i) => holdsOf(admins[i]!, key, lease.owner)))).every((n) => n > 0), 'the restarted masters count again');
+    await lease.release();
+    // Later attempts are served at once.
+    const again = await other.mutex(name).tryAcquire();
+    assert.ok(again !== null);
+    await again.release();
+  });
+
+  it('3 of 5 replaced by a dataset that carries their old epoch marker but not the hold (a promoted replica that missed the grant): they sit out all the same', async () => {
+    const name = 'rlr:promoted';
+    const marker = 'padlock:redlock-epoch';
+    const holder = await (await redlock()).mutex(name).acquire({ leaseMs: LEASE_MS, autoExtend: false });
+    const leaseEnds = monotonicNow() + LEASE_MS;
+    // What a replica would have had: every key older than the grant, the marker among them.
+    const copies = await Promise.all([0, 1, 2].map((i) => admins[i]!.hgetall(marker)));
+    assert.ok(copies.every((c) => Object.keys(c).length > 0), 'every master has a marker');
+    await restartEmpty([0, 1, 2]);
+    await Promise.all([0, 1, 2].map((i) => admins[i]!.hset(marker, copies[i]!)));
+    const other = await redlock();
+    let tries = 0;
+    while (monotonicNow() < leaseEnds - 200) {
+      assert.equal(await other.mutex(name).tryAcquire(), null, 'a second holder got the lock while the first lease lives');
+      tries++;
+      await delay(100);
+    }
+    assert.ok(tries >= 5, `tried ${tries} times`);
+    const lease = await other.mutex(name).acquire({ waitMs: 30_000 });
+    assert.equal(holder.isHeld, false);
+    await lease.release();
+  });
+});
