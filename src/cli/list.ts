@@ -76,7 +76,7 @@ async function runList(pattern: string, flags: ListFlags, context: CommandContex
 /** The locks matching `pattern`, read; any Redis failure as a one-line error. */
 export async function readList(session: Session, pattern: string, all: boolean): Promise<LockState[]> {
   try {
-    return await listLocks(session.connection.scanNodes(), session.reader, session.prefix, pattern, { all, waiters: LIST_WAITERS });
+    return await listLocks(await session.connection.scanNodes(), session.reader, session.prefix, pattern, { all, waiters: LIST_WAITERS });
   } catch (error) {
     throw redisFailure(error, session.connection);
   }

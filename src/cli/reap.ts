@@ -7,7 +7,7 @@
  */
 import type { Command as CommanderCommand } from 'commander';
 import { LockReaper, type LockState } from '../inspection.js';
-import { fromIoredis } from '../redis/ioredis.js';
+import { connectionFor } from '../redis/clients.js';
 import type { ReapOutcome } from '../reaping.js';
 import type { CommandContext } from './command.js';
 import { redisFailure } from './connection.js';
@@ -89,7 +89,7 @@ export function declareReap(program: CommanderCommand, context: CommandContext, 
 
 async function runReap(pattern: string, flags: ReapFlags, context: CommandContext): Promise<number> {
   return withSession(flags, context, async (session) => {
-    const reaper = new LockReaper(fromIoredis(session.connection.client), session.prefix);
+    const reaper = new LockReaper(connectionFor('--url', session.connection.client), session.prefix);
     const c = colors(terminalOutput(context.stdout, context.env));
     if (flags.every === undefined) {
       const report = await round(session, reaper, pattern, flags.dryRun === true);
