@@ -34,12 +34,21 @@ export abstract class PadlockError extends Error {
 export class LockTimeoutError extends PadlockError {
   override readonly name = 'LockTimeoutError';
   readonly code = 'LOCK_TIMEOUT';
-  /** How long the call waited, in milliseconds. */
+  /** How long the call waited, in whole milliseconds. */
   readonly waitedMs: number;
 
-  constructor(lock: string, waitedMs: number) {
-    super(`timed out after ${Math.round(waitedMs)} ms waiting for lock "${lock}"`, lock);
-    this.waitedMs = waitedMs;
+  /**
+   * @param lock the lock's name
+   * @param waitedMs how long the call waited (rounded to whole milliseconds)
+   * @param calledFrom an object whose `stack` was captured where the waiting call was made: the
+   *   error is made by a timer, whose own stack has none of the caller's frames
+   */
+  constructor(lock: string, waitedMs: number, calledFrom?: { readonly stack?: string | undefined }) {
+    const waited = Math.round(waitedMs);
+    super(`timed out after ${waited} ms waiting for lock "${lock}"`, lock);
+    this.waitedMs = waited;
+    const frames = calledFrom?.stack?.split('\n').slice(1);
+    if (frames !== undefined && frames.length > 0) this.stack = `${this.name}: ${this.message}\n${frames.join('\n')}`;
   }
 }
 

@@ -263,7 +263,10 @@ describe('the operator commands: failures are one line and an exit code', () => 
     assertOneLineError(await run('x', 'list', '--bogus'), 2, /unknown option '--bogus'/);
     assert.match((await run('x', 'list', '--bogus')).stderr, /Run 'padlock list --help' for usage/);
     assertOneLineError(await runBin(['list', '--url', server.url, '--prefix', 'a b']), 2, /--prefix must be 1 to 64 characters from A-Z a-z 0-9 _ \. : -, got 'a b'/);
-    assertOneLineError(await run('x', 'watch', '--interval', '5'), 2, /--interval must be an integer from 100 to 3600000, got '5'/);
+    assertOneLineError(await run('x', 'watch', '--interval', '5ms'), 2, /--interval must be a duration from 0\.1 to 60 seconds \(seconds, or with a unit: 500ms, 2s, 1m\), got '5ms'$/);
+    // It was in milliseconds once: such a value is refused, never read as seconds.
+    assertOneLineError(await run('x', 'watch', '--interval', '500'), 2, /--interval must be a duration .*got '500' \(it is in seconds, not milliseconds: 500ms or 0\.5/);
+    assertOneLineError(await run('x', 'reap', '--every', '2h'), 2, /--every must be a duration from 0\.1 to 86400 seconds/);
     assertOneLineError(await run('x', 'inspect', '--waiters', 'all', 'n'), 2, /--waiters must be an integer/);
     assertOneLineError(await run('x', 'inspect'), 2, /missing required argument 'name'/);
     assertOneLineError(await run('x', 'inspect', ''), 2, /invalid lock name: .*non-empty string/);
@@ -319,7 +322,7 @@ describe('padlock watch, without a terminal', () => {
     const padlock = padlockOn(server, { prefix: 'watch1' });
     const lease = await padlock.mutex('w:1').acquire();
     let stopped = false;
-    const result = await runBin(['watch', '--json', '--interval', '100', '--url', server.url, '--prefix', 'watch1'], {
+    const result = await runBin(['watch', '--json', '--interval', '0.1', '--url', server.url, '--prefix', 'watch1'], {
       onStdout: (soFar, pid) => {
         if (!stopped && soFar.split('\n').length > 3) {
           stopped = true;
@@ -336,7 +339,7 @@ describe('padlock watch, without a terminal', () => {
       assert.deepEqual(frame.locks.map((l) => [l.name, l.fence]), [['w:1', lease.fence]]);
     }
     let terminated = false;
-    const term = await runBin(['watch', '--interval', '100', '--url', server.url, '--prefix', 'watch1'], {
+    const term = await runBin(['watch', '--interval', '0.1', '--url', server.url, '--prefix', 'watch1'], {
       onStdout: (soFar, pid) => {
         if (!terminated && /^w:1 /m.test(soFar)) {
           terminated = true;
@@ -353,7 +356,7 @@ describe('in a real terminal (tmux)', { skip: noTmux }, () => {
   it('watch redraws in place, follows changes, and exits 0 on Ctrl-C leaving the screen as it was', async () => {
     const padlock = padlockOn(server, { prefix: 'tty1' });
     const first = await padlock.mutex('tty:first').acquire();
-    const term = await Terminal.open(['watch', '--interval', '200', '--url', server.url, '--prefix', 'tty1'], { columns: 120, rows: 20 });
+    const term = await Terminal.open(['watch', '--interval', '200ms', '--url', server.url, '--prefix', 'tty1'], { columns: 120, rows: 20 });
     try {
       const screen = await term.waitFor(/tty:first/);
       assert.match(screen, /^padlock watch {2}redis:\/\/127\.0\.0\.1:\d+ \(one server, redis [\d.]+\) {2}prefix tty1, all names, every 200 ms$/m);
@@ -379,7 +382,7 @@ describe('in a real terminal (tmux)', { skip: noTmux }, () => {
   it('watch fits a small terminal: lines cut to its width, rows beyond its height summed up', async () => {
     const padlock = padlockOn(server, { prefix: 'tty3' });
     const leases = await Promise.all(Array.from({ length: 12 }, (_, i) => padlock.mutex(`a-rather-long-lock-name:${i}`).acquire()));
-    const term = await Terminal.open(['watch', '--interval', '200', '--url', server.url, '--prefix', 'tty3'], { columns: 60, rows: 10 });
+    const term = await Terminal.open(['watch', '--interval', '200ms', '--url', server.url, '--prefix', 'tty3'], { columns: 60, rows: 10 });
     try {
       const screen = await term.waitFor(/more \(a taller terminal/);
       const lines = screen.split('\n');
@@ -397,7 +400,7 @@ describe('in a real terminal (tmux)', { skip: noTmux }, () => {
 
   it('watch exits 1 with one line when the connection is lost', async () => {
     const own = await startServer();
-    const term = await Terminal.open(['watch', '--interval', '200', '--url', own.url]);
+    const term = await Terminal.open(['watch', '--interval', '200ms', '--url', own.url]);
     try {
       await term.waitFor(/No locks in use under prefix 'padlock'\./);
       await own.stop();

@@ -103,8 +103,13 @@ export function summary(state: LockState): LockSummary {
   };
 }
 
-/** The kind column: a semaphore's with its permits held of its limit (`?`: not stored). */
+/**
+ * The kind column: a semaphore's with its permits held of its limit (`?`: not stored); a mutex's as
+ * `mutex (fair)` when waiters queued through `fairMutex`. A mutex and a fair mutex of one name are
+ * one lock (one key, no record of which kind took it): only the queue's entries say their kind.
+ */
 export function kindCell(lock: LockState): string {
+  if (lock.kind === 'mutex' && lock.waiters.some((w) => w.kind === 'fair' && w.alive)) return 'mutex (fair)';
   return lock.permits === undefined ? lock.kind : `${lock.kind} ${lock.permits.used}/${lock.permits.limit ?? '?'}`;
 }
 
