@@ -17,9 +17,11 @@ import { fromNodeRedis, nodeRedisShape } from './node-redis.js';
 export interface IoredisLikeClient {
   /** The connection state (`'ready'`, `'reconnecting'`, …). */
   readonly status: string;
-  /** The promise form is what padlock calls. */
+  /** Runs a loaded script (`EVALSHA`): the promise form is what padlock calls. */
   evalsha(...args: never[]): unknown;
+  /** Batches commands in one round trip: padlock pipelines a script with its `WAIT`, and renewals. */
   pipeline(...args: never[]): unknown;
+  /** A new connection with the same options: padlock's pub/sub connection, closed by `padlock.close()`. */
   duplicate(...args: never[]): unknown;
 }
 
@@ -31,6 +33,7 @@ export interface IoredisLikeClient {
 export interface NodeRedisLikeClient {
   /** Whether `connect()` was called (and the client not closed since). */
   readonly isOpen: boolean;
+  /** Sends one command as an array of strings: how padlock calls a node-redis client, cluster or sentinel. */
   sendCommand(...args: never[]): Promise<unknown>;
 }
 
