@@ -16,7 +16,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -307,6 +307,23 @@ describe('the packed package, installed into fresh projects', { concurrency: 3 }
       }
     });
   }
+
+  it('ships what users run: the Lua scripts once, no sources or maps, no bin declarations, no development scripts', () => {
+    // The package as npm installed it from the tarball.
+    const installed = join(work, 'ioredis5', 'node_modules', 'padlock');
+    const files = (readdirSync(installed, { recursive: true, withFileTypes: true }))
+      .filter((entry) => entry.isFile())
+      .map((entry) => join(entry.parentPath, entry.name).slice(installed.length + 1));
+    const withLua = files.filter((file) => file.endsWith('.js') && readFileSync(join(installed, file), 'utf8').includes("redis.call('TIME')"));
+    assert.deepEqual(withLua, ['dist/cjs/scripts/embedded.js'], 'the embedded Lua ships once; the ES module build re-exports it');
+    assert.deepEqual(files.filter((file) => file.startsWith('src/') || file.endsWith('.map') || file.endsWith('.ts') && !file.endsWith('.d.ts')), [], 'no TypeScript sources, no source maps');
+    assert.deepEqual(files.filter((file) => file.startsWith('dist/cli/') && file.endsWith('.d.ts')), [], 'no declarations for the bin');
+    assert.ok(files.every((file) => statSync(join(installed, file)).size < 300_000), 'no file of 300 KB or more');
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as Record<string, unknown>;
+    assert.equal(manifest['scripts'], undefined, 'the development scripts (which run files not shipped) are not published');
+    assert.equal(manifest['devDependencies'], undefined);
+    assert.equal(readFileSync(join(root, 'package.json'), 'utf8').includes('"scripts"'), true, "the repository's package.json got its scripts back after npm pack");
+  });
 
   it('the padlock bin from the tarball runs the demo and exits by itself', { timeout: 120_000 }, async () => {
     const server = await startServer();
