@@ -32,24 +32,38 @@ export abstract class PadlockError extends Error {
 
 /** `acquire` waited `waitMs` and the lock stayed held by another owner. */
 export class LockTimeoutError extends PadlockError {
+  /** `'LockTimeoutError'`: the class's name, also across copies of padlock (where `instanceof` fails). */
   override readonly name = 'LockTimeoutError';
+  /** `'LOCK_TIMEOUT'`: stable across versions; test errors by it. */
   readonly code = 'LOCK_TIMEOUT';
-  /** How long the call waited, in milliseconds. */
+  /** How long the call waited, in whole milliseconds. */
   readonly waitedMs: number;
 
-  constructor(lock: string, waitedMs: number) {
-    super(`timed out after ${Math.round(waitedMs)} ms waiting for lock "${lock}"`, lock);
-    this.waitedMs = waitedMs;
+  /**
+   * @param lock the lock's name
+   * @param waitedMs how long the call waited (rounded to whole milliseconds)
+   * @param calledFrom an object whose `stack` was captured where the waiting call was made: the
+   *   error is made by a timer, whose own stack has none of the caller's frames
+   */
+  constructor(lock: string, waitedMs: number, calledFrom?: { readonly stack?: string | undefined }) {
+    const waited = Math.round(waitedMs);
+    super(`timed out after ${waited} ms waiting for lock "${lock}"`, lock);
+    this.waitedMs = waited;
+    const frames = calledFrom?.stack?.split('\n').slice(1);
+    if (frames !== undefined && frames.length > 0) this.stack = `${this.name}: ${this.message}\n${frames.join('\n')}`;
   }
 }
 
 /** `release`, `extend` or an explicit re-entry by an owner that does not hold the lock (any more). */
 export class LockNotHeldError extends PadlockError {
+  /** `'LockNotHeldError'`: the class's name, also across copies of padlock (where `instanceof` fails). */
   override readonly name = 'LockNotHeldError';
+  /** `'LOCK_NOT_HELD'`: stable across versions; test errors by it. */
   readonly code = 'LOCK_NOT_HELD';
   /** The owner token that was refused. */
   readonly owner: string;
 
+  /** Made by padlock; exported for `instanceof` and for tests of code that handles it. */
   constructor(lock: string, owner: string, action: string) {
     super(`cannot ${action} lock "${lock}": owner ${owner} does not hold it (released, expired or taken over)`, lock);
     this.owner = owner;
@@ -65,7 +79,9 @@ export type LockLostReason =
 
 /** A held lock was lost: `lease.signal` is aborted with this error. */
 export class LockLostError extends PadlockError {
+  /** `'LockLostError'`: the class's name, also across copies of padlock (where `instanceof` fails). */
   override readonly name = 'LockLostError';
+  /** `'LOCK_LOST'`: stable across versions; test errors by it. */
   readonly code = 'LOCK_LOST';
   /** The owner token of the lost hold. */
   readonly owner: string;
@@ -74,6 +90,7 @@ export class LockLostError extends PadlockError {
   /** What gave the loss away. */
   readonly reason: LockLostReason;
 
+  /** Made by padlock; exported for `instanceof` and for tests of code that handles it. */
   constructor(lock: string, owner: string, fence: number, reason: LockLostReason, options?: { cause?: unknown }) {
     const why =
       reason === 'taken'
@@ -98,11 +115,14 @@ export interface NodeOutcome {
 
 /** Redlock: too few nodes agreed, or the agreement came too late to be valid. */
 export class QuorumError extends PadlockError {
+  /** `'QuorumError'`: the class's name, also across copies of padlock (where `instanceof` fails). */
   override readonly name = 'QuorumError';
+  /** `'QUORUM'`: stable across versions; test errors by it. */
   readonly code = 'QUORUM';
   /** What each node said. */
   readonly nodes: readonly NodeOutcome[];
 
+  /** Made by padlock; exported for `instanceof` and for tests of code that handles it. */
   constructor(lock: string, message: string, nodes: readonly NodeOutcome[]) {
     super(message, lock);
     this.nodes = nodes;
@@ -111,13 +131,16 @@ export class QuorumError extends PadlockError {
 
 /** An option or argument is invalid. Raised before any Redis command is sent. */
 export class PadlockOptionError extends PadlockError {
+  /** `'PadlockOptionError'`: the class's name, also across copies of padlock (where `instanceof` fails). */
   override readonly name = 'PadlockOptionError';
+  /** `'INVALID_OPTION'`: stable across versions; test errors by it. */
   readonly code = 'INVALID_OPTION';
   /** The option's name, e.g. `'waitMs'`. */
   readonly option: string;
   /** The value that was refused. */
   readonly value: unknown;
 
+  /** Made by padlock; exported for `instanceof` and for tests of code that handles it. */
   constructor(option: string, expected: string, value: unknown) {
     super(`${option} must be ${expected}, got ${describe(value)}`, undefined);
     this.option = option;
@@ -127,9 +150,12 @@ export class PadlockOptionError extends PadlockError {
 
 /** Redis could not be reached, or the connection failed mid-command. The client's error is the `cause`. */
 export class RedisUnavailableError extends PadlockError {
+  /** `'RedisUnavailableError'`: the class's name, also across copies of padlock (where `instanceof` fails). */
   override readonly name = 'RedisUnavailableError';
+  /** `'REDIS_UNAVAILABLE'`: stable across versions; test errors by it. */
   readonly code = 'REDIS_UNAVAILABLE';
 
+  /** Made by padlock; exported for `instanceof` and for tests of code that handles it. */
   constructor(lock: string | undefined, cause: unknown, what?: string) {
     super(`Redis is unavailable${lock === undefined ? '' : ` for lock "${lock}"`}: ${what ?? messageOf(cause)}`, lock, { cause });
   }
@@ -137,9 +163,12 @@ export class RedisUnavailableError extends PadlockError {
 
 /** Redis answered with an error, e.g. a padlock key holds a value of another type (`WRONGTYPE`). */
 export class RedisCommandError extends PadlockError {
+  /** `'RedisCommandError'`: the class's name, also across copies of padlock (where `instanceof` fails). */
   override readonly name = 'RedisCommandError';
+  /** `'REDIS_COMMAND'`: stable across versions; test errors by it. */
   readonly code = 'REDIS_COMMAND';
 
+  /** Made by padlock; exported for `instanceof` and for tests of code that handles it. */
   constructor(lock: string | undefined, cause: unknown) {
     const text = messageOf(cause);
     const hint = /WRONGTYPE|unexpected reply/.test(text) ? ' (a key in padlock\'s key space holds data padlock did not write: see docs/protocol.md)' : '';
@@ -153,13 +182,16 @@ export class RedisCommandError extends PadlockError {
  * count (the lease runs on as it was).
  */
 export class ReplicaAckError extends PadlockError {
+  /** `'ReplicaAckError'`: the class's name, also across copies of padlock (where `instanceof` fails). */
   override readonly name = 'ReplicaAckError';
+  /** `'REPLICA_ACK'`: stable across versions; test errors by it. */
   readonly code = 'REPLICA_ACK';
   /** How many replicas acknowledged the write. */
   readonly acknowledged: number;
   /** How many were required (`replicas.min`). */
   readonly required: number;
 
+  /** Made by padlock; exported for `instanceof` and for tests of code that handles it. */
   constructor(lock: string | undefined, acknowledged: number, required: number) {
     super(
       `only ${acknowledged} of the ${required} replicas required acknowledged the write${lock === undefined ? '' : ` for lock "${lock}"`} in time: it was undone (a grant) or does not count (a renewal)`,
@@ -172,9 +204,12 @@ export class ReplicaAckError extends PadlockError {
 
 /** The `Padlock` was closed: pending waits reject with this, and new calls too. */
 export class PadlockClosedError extends PadlockError {
+  /** `'PadlockClosedError'`: the class's name, also across copies of padlock (where `instanceof` fails). */
   override readonly name = 'PadlockClosedError';
+  /** `'CLOSED'`: stable across versions; test errors by it. */
   readonly code = 'CLOSED';
 
+  /** Made by padlock; exported for `instanceof` and for tests of code that handles it. */
   constructor(lock?: string) {
     super('this Padlock is closed', lock);
   }
@@ -186,11 +221,14 @@ export class PadlockClosedError extends PadlockError {
  * the read lock first, or take the write lock first and then the read lock (a downgrade).
  */
 export class LockUpgradeError extends PadlockError {
+  /** `'LockUpgradeError'`: the class's name, also across copies of padlock (where `instanceof` fails). */
   override readonly name = 'LockUpgradeError';
+  /** `'LOCK_UPGRADE'`: stable across versions; test errors by it. */
   readonly code = 'LOCK_UPGRADE';
   /** The owner token of the read hold that asked. */
   readonly owner: string | undefined;
 
+  /** Made by padlock; exported for `instanceof` and for tests of code that handles it. */
   constructor(lock: string, owner?: string) {
     super(`cannot take the write lock of "${lock}" while holding its read lock${owner === undefined ? '' : ` (owner ${owner})`}: upgrades are refused (they could deadlock); release the read lock first`, lock);
     this.owner = owner;
@@ -216,13 +254,16 @@ function describe(value: unknown): string {
  * its request (it leaves the queue; it never waits forever).
  */
 export class PermitLimitError extends PadlockError {
+  /** `'PermitLimitError'`: the class's name, also across copies of padlock (where `instanceof` fails). */
   override readonly name = 'PermitLimitError';
+  /** `'PERMIT_LIMIT'`: stable across versions; test errors by it. */
   readonly code = 'PERMIT_LIMIT';
   /** The permits asked. */
   readonly permits: number;
   /** The semaphore's limit when the request was refused. */
   readonly limit: number;
 
+  /** Made by padlock; exported for `instanceof` and for tests of code that handles it. */
   constructor(lock: string, permits: number, limit: number) {
     super(`semaphore "${lock}" cannot grant ${permits} permits: its limit is ${limit} (raise it with setPermits, or ask fewer)`, lock);
     this.permits = permits;

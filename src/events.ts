@@ -5,9 +5,13 @@ import { HOLD_WARNING_AT, type Hold } from './hold.js';
 
 /** Payload of the `acquired` event. */
 export interface AcquiredEvent {
+  /** The lock's name. */
   readonly name: string;
+  /** The owner token of the hold. */
   readonly owner: string;
+  /** The hold's fencing token (the same for every re-entry of one hold). */
   readonly fence: number;
+  /** Re-entrant holds after this acquisition: 1 for a fresh one, more for a re-entry. */
   readonly holdCount: number;
   /** Milliseconds the call waited. */
   readonly waitedMs: number;
@@ -15,8 +19,11 @@ export interface AcquiredEvent {
 
 /** Payload of the `released` and `extended` events. */
 export interface HoldEvent {
+  /** The lock's name. */
   readonly name: string;
+  /** The owner token of the hold. */
   readonly owner: string;
+  /** The hold's fencing token (the same for every re-entry of one hold). */
   readonly fence: number;
   /** Conservative wall-clock end of the lease (for `extended`). */
   readonly expiresAt: number;
@@ -31,9 +38,13 @@ export type HoldWarningReason =
 
 /** Payload of the `holdWarning` event: a hold close to the end of its lease. */
 export interface HoldWarningEvent {
+  /** The lock's name. */
   readonly name: string;
+  /** The owner token of the hold. */
   readonly owner: string;
+  /** The hold's fencing token (the same for every re-entry of one hold). */
   readonly fence: number;
+  /** Why the warning was given: a fixed lease nearly over, or renewals failing. */
   readonly reason: HoldWarningReason;
   /** Milliseconds since the hold was granted. */
   readonly heldMs: number;
@@ -47,9 +58,13 @@ export interface HoldWarningEvent {
 
 /** Events a Padlock emits. */
 export interface PadlockEvents {
+  /** A lock was acquired or re-entered by this Padlock. */
   acquired: [AcquiredEvent];
+  /** A hold was released (its last re-entrant hold, or one of them). */
   released: [HoldEvent];
+  /** A hold's lease was lengthened (the watchdog's renewal, or `lease.extend()`). */
   extended: [HoldEvent];
+  /** A held lock was lost (taken over, or its lease ran out unrenewed): the lease's `signal` aborts with the same error. */
   lost: [LockLostError];
   /** A hold has used 80 % of its lease without a renewal: a fixed lease nearly over, or renewals failing. */
   holdWarning: [HoldWarningEvent];

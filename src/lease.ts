@@ -14,9 +14,13 @@ export class Lease implements AsyncDisposable {
   #release: Promise<void> | undefined;
 
   /**
-   * Leases come from `acquire`, `tryAcquire` and `withLock`; this constructor is padlock's own.
-   * (Left in the published types so that `new Lease()` does not type-check.)
+   * Leases come from `acquire`, `tryAcquire` and `withLock`: no code outside padlock makes one. The
+   * published types show only this signature, which nothing can call, so that `new Lease()` does
+   * not type-check and padlock's internal types stay out of them.
    */
+  constructor(internal: never, internalToo: never);
+  /** @internal padlock's own: a lease of one hold. */
+  constructor(hold: Hold, holdCount: number);
   constructor(hold: Hold, holdCount: number) {
     this.#hold = hold;
     this.#holdCount = holdCount;

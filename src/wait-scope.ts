@@ -23,6 +23,8 @@ export class WaitScope {
   readonly #started = monotonicNow();
   readonly #timer: NodeJS.Timeout | undefined;
   readonly #unlink: () => void;
+  /** Where the waiting call was made, for the time-out's stack (captured only when it can time out). */
+  readonly #calledFrom: { stack?: string } | undefined;
 
   constructor(
     readonly lock: string,
@@ -52,6 +54,10 @@ export class WaitScope {
     if (userSignal?.aborted) onUser();
     else if (closing.aborted) onClose();
     if (waitMs > 0 && waitMs !== Infinity) {
+      // The frames are collected now and formatted only if the error is made.
+      const calledFrom: { stack?: string } = {};
+      Error.captureStackTrace(calledFrom, WaitScope);
+      this.#calledFrom = calledFrom;
       this.#timer = setTimeout(() => this.#stop.abort(this.timeout()), waitMs);
     }
   }
@@ -73,7 +79,7 @@ export class WaitScope {
 
   /** The error for running out of time. */
   timeout(): LockTimeoutError {
-    return new LockTimeoutError(this.lock, this.waitedMs);
+    return new LockTimeoutError(this.lock, this.waitedMs, this.#calledFrom);
   }
 
   /** Throws the abort reason if the scope is over. */

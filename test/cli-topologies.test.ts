@@ -159,7 +159,7 @@ describe('on a Redis Cluster', () => {
     const padlock = padlockOn('cl3');
     const leases = await Promise.all(['a', 'b', 'c', 'd', 'e', 'f'].map((n) => padlock.mutex(n).acquire()));
     let stopped = false;
-    const run = await runBin(['watch', '--json', '--interval', '200', '--url', url, '--prefix', 'cl3'], {
+    const run = await runBin(['watch', '--json', '--interval', '200ms', '--url', url, '--prefix', 'cl3'], {
       onStdout: (soFar, pid) => {
         if (!stopped && soFar.split('\n').length > 2) {
           stopped = true;

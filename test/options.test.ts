@@ -1,7 +1,7 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RedisServer } from '../src/devserver/redis-server.js';
-import { Padlock, PadlockOptionError, RedisUnavailableError, RedisCommandError, type RedisClient } from '../src/index.js';
+import { LockTimeoutError, Padlock, PadlockOptionError, RedisUnavailableError, RedisCommandError, type RedisClient } from '../src/index.js';
 import { Cluster as Cluster5, Redis as Redis5 } from 'ioredis';
 import { Cluster as Cluster6, Redis as Redis6 } from 'ioredis6';
 import { Redis as Valkey } from 'iovalkey';
@@ -103,6 +103,9 @@ describe('validation', () => {
     refused(createClient({ url }), /this node-redis client is not connected \(await its connect\(\) before new Padlock\)/);
     refused(createCluster({ rootNodes: [{ url }] }), /this node-redis cluster is not connected/);
     refused(createClient4({ url, legacyMode: true }), /a node-redis client without legacyMode/);
+    const closed = await createClient({ url }).connect();
+    closed.destroy();
+    refused(closed, /this node-redis client is not connected \(await its connect\(\) before new Padlock\), or was closed/);
     const pool = createClientPool({ url });
     refused(pool, /a node-redis client pool is not supported \(pass a client from createClient\)/);
     await pool.close();
@@ -113,6 +116,24 @@ describe('validation', () => {
     } finally {
       open.destroy();
     }
+  });
+
+  it('refuses an ioredis or iovalkey client that was closed, saying so', async () => {
+    const url = `redis://${server.host}:${server.port}`;
+    for (const client of [new Redis5(url), new Redis6(url), new Valkey(url)]) {
+      await client.ping();
+      await client.quit();
+      assert.throws(() => new Padlock({ redis: client }), (e: unknown) => isOptionError('redis')(e) && e instanceof Error && /this client was closed \(quit\(\) or disconnect\(\) was called\)/.test(e.message));
+    }
+    // Refused as soon as it is closed, and still once its socket is gone (status 'end').
+    const dropped = new Redis5(url);
+    await dropped.ping();
+    const ended = new Promise((resolve) => dropped.once('end', resolve));
+    dropped.disconnect();
+    assert.throws(() => new Padlock({ redis: dropped }), isOptionError('redis'));
+    await ended;
+    assert.equal(dropped.status, 'end');
+    assert.throws(() => new Padlock({ redis: dropped }), isOptionError('redis'));
   });
 
   it('accepts node-redis 4, 5 and 6 clients and iovalkey, and each locks for real', async () => {
@@ -196,5 +217,28 @@ describe('validation', () => {
     await down.kill();
     await assert.rejects(p.mutex('down').tryAcquire(), (e: unknown) => e instanceof RedisUnavailableError && e.cause !== undefined);
     await p.close();
+  });
+
+  it("times out with a whole number of milliseconds waited and the caller's frame in the stack", async () => {
+    const holder = padlockOn(server);
+    const waiter = padlockOn(server);
+    try {
+      const lease = await holder.mutex('timeout-stack').acquire();
+      async function callerOfTimeoutStack(): Promise<unknown> {
+        return waiter.mutex('timeout-stack').acquire({ waitMs: 150 });
+      }
+      await assert.rejects(callerOfTimeoutStack(), (e: unknown) => {
+        assert.ok(e instanceof LockTimeoutError);
+        assert.ok(Number.isInteger(e.waitedMs) && e.waitedMs >= 150, `waitedMs ${e.waitedMs}`);
+        assert.match(e.message, new RegExp(`timed out after ${e.waitedMs} ms`));
+        assert.match(e.stack ?? '', /^LockTimeoutError: timed out after \d+ ms waiting for lock "timeout-stack"\n/);
+        assert.match(e.stack ?? '', /callerOfTimeoutStack/);
+        return true;
+      });
+      await lease.release();
+    } finally {
+      await holder.close();
+      await waiter.close();
+    }
   });
 });

@@ -11,9 +11,11 @@
  *
  * Every failure is a one-line {@link CliError} within {@link CONNECT_TIMEOUT_MS}.
  */
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import type { ScanNode } from '../inspection.js';
+import { connectionFor, type RedisClient } from '../redis/clients.js';
+import { loadClientLibrary, type CliClient, type SentinelTarget } from './client-library.js';
 import { CliError, firstLine, usageError } from './errors.js';
-import { checkRedisUrl, cliRedisOptions, CONNECT_TIMEOUT_MS, describeConnectError, redactUrl } from './redis-target.js';
+import { checkRedisUrl, CONNECT_TIMEOUT_MS, describeConnectError, redactUrl } from './redis-target.js';
 
 /** The shape of Redis a command talks to. */
 export type TopologyName = 'server' | 'sentinel' | 'cluster';
@@ -26,20 +28,24 @@ export type Target =
       readonly displayUrl: string;
       readonly sentinels: readonly { host: string; port: number }[];
       readonly name: string;
-      readonly options: Pick<RedisOptions, 'username' | 'password' | 'db' | 'sentinelUsername' | 'sentinelPassword'>;
+      readonly options: Omit<SentinelTarget, 'sentinels' | 'name'>;
     };
 
 /** An open connection to the Redis of a {@link Target}. */
 export interface Connection {
-  /** The client: a `Redis` (one server, or Sentinel mode) or a `Cluster`. */
-  readonly client: Redis | Cluster;
+  /** The client library's own object (a server's, a Sentinel primary's or a Cluster's), for `new Padlock`. */
+  readonly client: RedisClient;
+  /** The client library the command runs on (`ioredis`, `iovalkey`, `redis`). */
+  readonly library: string;
   readonly topology: TopologyName;
   /** The URL without its password. */
   readonly displayUrl: string;
   /** For headers: `redis://127.0.0.1:6379 (one server, redis 7.2.4)`. */
   readonly description: string;
   /** Every node whose keys a `SCAN` must walk: the server, or each master of the Cluster. */
-  scanNodes(): Redis[];
+  scanNodes(): Promise<ScanNode[]>;
+  /** The same nodes as servers to ask about themselves (`INFO`), each with its address. */
+  servers(): Promise<ServerNode[]>;
   /** Calls `listener` once if the connection is lost for good (the client gave up reconnecting). */
   onLost(listener: (error: Error) => void): void;
   /** Closes the client. Safe to call twice. */
@@ -103,80 +109,92 @@ function parseSentinelUrl(url: string, source: string): Target {
   for (const key of params.keys()) {
     if (key !== 'sentinelPassword' && key !== 'sentinelUsername') throw invalid(`unknown parameter '${key}' (sentinelPassword and sentinelUsername are known)`);
   }
-  const options: Record<string, string | number> = {};
-  if (username !== undefined) options['username'] = username;
-  if (password !== undefined) options['password'] = password;
-  if (db !== undefined) options['db'] = Number(db);
   const sentinelUsername = params.get('sentinelUsername');
   const sentinelPassword = params.get('sentinelPassword');
-  if (sentinelUsername !== null) options['sentinelUsername'] = sentinelUsername;
-  if (sentinelPassword !== null) options['sentinelPassword'] = sentinelPassword;
+  const options: Omit<SentinelTarget, 'sentinels' | 'name'> = {
+    ...(username === undefined ? {} : { username }),
+    ...(password === undefined ? {} : { password }),
+    ...(db === undefined ? {} : { db: Number(db) }),
+    ...(sentinelUsername === null ? {} : { sentinelUsername }),
+    ...(sentinelPassword === null ? {} : { sentinelPassword }),
+  };
   const displayUrl = redactUrl(url).replace(/([?&]sentinelPassword=)[^&#]*/, '$1***');
   return { topology: 'sentinel', displayUrl, sentinels, name: decode(name) ?? name, options };
 }
 
 /**
- * Connects to `target` and checks it answers, within {@link CONNECT_TIMEOUT_MS}; a server found to
- * be a Cluster node is reconnected to as a Cluster.
+ * Connects to `target` through the client library installed (client-library.ts) and checks it
+ * answers, within {@link CONNECT_TIMEOUT_MS}; a server found to be a Cluster node is reconnected to
+ * as a Cluster; a database the server does not have (`/99`) is an error, not database 0.
  * @throws CliError (exit code 1) naming the URL and the reason
  */
-export async function connect(target: Target): Promise<Connection> {
+export async function connect(target: Target, env: NodeJS.ProcessEnv): Promise<Connection> {
+  const library = await loadClientLibrary(env);
   if (target.topology === 'sentinel') {
-    const client = new Redis({
-      ...cliRedisOptions(),
-      ...target.options,
-      sentinels: [...target.sentinels],
-      name: target.name,
-      sentinelRetryStrategy: (times) => (times <= 3 ? 100 * times : null),
-    });
-    await ready(client, target.displayUrl, () => client.ping());
-    return connection(client, 'sentinel', target.displayUrl, await version(client), `Sentinel primary '${target.name}'`);
+    const client = library.sentinel({ ...target.options, sentinels: target.sentinels, name: target.name });
+    await ready(client, target.displayUrl, () => checkRedis(client));
+    return connection(client, library.name, 'sentinel', target.displayUrl, await version(client), `Sentinel primary '${target.name}'`);
   }
   // One server first, even with --cluster: it tells a Cluster node from a server, and gives a
   // clearer error than a Cluster client's for a server that is down.
-  const client = new Redis(target.url, cliRedisOptions());
-  await ready(client, target.displayUrl, () => client.ping());
-  const info = await client.info('cluster').catch(() => '');
+  const client = library.server(target.url);
+  await ready(client, target.displayUrl, () => checkRedis(client));
+  const info = String(await client.call(['INFO', 'cluster']).catch(() => ''));
   if (!/^cluster_enabled:1/m.test(info)) {
-    if (target.topology === 'server') return connection(client, 'server', target.displayUrl, await version(client), 'one server');
-    client.disconnect();
+    if (target.topology === 'server') {
+      await selectDatabase(client, target).catch((error: unknown) => {
+        client.close();
+        throw error;
+      });
+      return connection(client, library.name, 'server', target.displayUrl, await version(client), 'one server');
+    }
+    client.close();
     throw usageError(`--cluster was given, but ${target.displayUrl} is not a Cluster node (cluster_enabled is not 1)`);
   }
-  client.disconnect();
-  const cluster = new Cluster([{ host: target.parsed.hostname.replace(/^\[|\]$/g, ''), port: Number(target.parsed.port || 6379) }], clusterOptions(target.parsed));
+  client.close();
+  const cluster = library.cluster(target.parsed);
   await ready(cluster, target.displayUrl, async () => {
-    const info = String(await cluster.call('CLUSTER', 'INFO'));
+    const info = String(await cluster.call(['CLUSTER', 'INFO']));
     if (!/^cluster_state:ok/m.test(info)) throw new Error(`the Cluster's state is not ok (${/^cluster_state:(\w+)/m.exec(info)?.[1] ?? '?'})`);
   });
-  const masters = cluster.nodes('master').length;
-  return connection(cluster, 'cluster', target.displayUrl, await version(cluster), `Cluster of ${masters} master${masters === 1 ? '' : 's'}`);
+  const masters = (await cluster.masters()).length;
+  return connection(cluster, library.name, 'cluster', target.displayUrl, await version(cluster), `Cluster of ${masters} master${masters === 1 ? '' : 's'}`);
 }
 
-function clusterOptions(url: URL): ClusterOptions {
-  // A node's connecting and retries are the Cluster's business: it reconnects through the slot map.
-  const redisOptions: RedisOptions = cliRedisOptions();
-  delete redisOptions.lazyConnect;
-  delete redisOptions.retryStrategy;
-  if (url.username !== '') redisOptions.username = decodeURIComponent(url.username);
-  if (url.password !== '') redisOptions.password = decodeURIComponent(url.password);
-  if (url.protocol === 'rediss:') redisOptions.tls = {};
-  return {
-    lazyConnect: true,
-    redisOptions,
-    clusterRetryStrategy: (times) => (times <= 3 ? 100 * times : null),
-    slotsRefreshTimeout: 2_000,
-    enableOfflineQueue: true,
-    maxRedirections: 8,
-  };
+/**
+ * PING, and on the answer check the server is a Redis: a server of another protocol (HTTP, …)
+ * makes the clients fail with their own words ("Unknown RESP type", "Protocol error").
+ */
+async function checkRedis(client: CliClient): Promise<void> {
+  const reply = await client.call(['PING']);
+  if (reply !== 'PONG') throw new Error(`it answered PING with ${JSON.stringify(reply)}, not PONG: is it a Redis server?`);
+}
+
+/**
+ * SELECTs the URL's database once more, to learn whether the server has it: clients that fail it
+ * on connecting only emit an error and go on in database 0.
+ * @throws CliError naming the database and the server's answer
+ */
+async function selectDatabase(client: CliClient, target: Extract<Target, { topology: 'server' | 'cluster' }>): Promise<void> {
+  const db = target.parsed.pathname.replace(/^\//, '');
+  if (db === '' || db === '0') return;
+  try {
+    await client.call(['SELECT', db]);
+  } catch (error) {
+    throw new CliError(`Redis at ${target.displayUrl} has no database ${db}: ${firstLine(error)}`, undefined, { cause: error });
+  }
 }
 
 /** Connects `client` and runs `check`, within the time limit; on failure closes it and throws a one-line error. */
-async function ready(client: Redis | Cluster, displayUrl: string, check: () => Promise<unknown>): Promise<void> {
+async function ready(client: CliClient, displayUrl: string, check: () => Promise<unknown>): Promise<void> {
   // connect() rejects with a bare "Connection is closed."; the socket's error (ECONNREFUSED,
-  // ENOTFOUND, …) arrives as an event just before, and says more.
+  // ENOTFOUND, …) arrives as an event just before, and says more. The listener stays (node-redis
+  // throws an error nobody listens to), but only the first error counts.
   let socketError: unknown;
-  const onError = (error: unknown): void => void (socketError ??= error);
-  client.on('error', onError);
+  let connecting = true;
+  client.onError((error) => {
+    if (connecting) socketError ??= error;
+  });
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
@@ -189,42 +207,68 @@ async function ready(client: Redis | Cluster, displayUrl: string, check: () => P
       }),
     ]);
   } catch (error) {
-    client.disconnect();
+    client.close();
     const cause = socketError ?? error;
     throw new CliError(`cannot reach Redis at ${displayUrl}: ${describeConnectError(cause)}`, undefined, { cause });
   } finally {
+    connecting = false;
     clearTimeout(timer);
-    client.off('error', onError);
   }
 }
 
-async function version(client: Redis | Cluster): Promise<string> {
-  const info = await client.info('server').catch(() => '');
+async function version(client: CliClient): Promise<string> {
+  const info = String(await client.call(['INFO', 'server']).catch(() => ''));
   return /redis_version:([^\r\n]+)/.exec(info)?.[1] ?? '?';
 }
 
-function connection(client: Redis | Cluster, topology: TopologyName, displayUrl: string, redisVersion: string, what: string): Connection {
+/** One server the command's locks live on, to ask about itself. */
+export interface ServerNode {
+  /** `host:port`, as padlock's own adapter names it (`?` when it cannot). */
+  readonly address: string;
+  /** Sends one command to that server. */
+  call(args: readonly (string | number)[]): Promise<unknown>;
+}
+
+function serverNode(client: CliClient): ServerNode {
+  let address = '?';
+  try {
+    address = connectionFor('redis', client.client).address;
+  } catch {
+    // an object padlock's adapters do not read (a Cluster's node client of an older library): no address
+  }
+  return { address, call: (args) => client.call(args) };
+}
+
+/** `SCAN` on one node, as padlock's readers call it. */
+function scanNode(client: CliClient): ScanNode {
+  return { scan: async (cursor, match, pattern, count, n) => (await client.call(['SCAN', cursor, match, pattern, count, n])) as [string, string[]] };
+}
+
+function connection(client: CliClient, library: string, topology: TopologyName, displayUrl: string, redisVersion: string, what: string): Connection {
   const lost: ((error: Error) => void)[] = [];
   let lastError: Error | undefined;
   let closed = false;
-  client.on('error', (error: Error) => void (lastError = error));
-  // 'end': the client gave up reconnecting (the retry strategies above stop after 3 attempts).
-  client.on('end', () => {
+  client.onError((error: Error) => void (lastError = error));
+  // 'end': the client gave up reconnecting (the retry strategies stop after 3 attempts).
+  client.onEnd(() => {
     if (closed) return;
     const error = new Error(lastError === undefined ? 'the connection was closed' : describeConnectError(lastError));
     for (const listener of lost.splice(0)) listener(error);
   });
   return {
-    client,
+    client: client.client,
+    library,
     topology,
     displayUrl,
     description: `${displayUrl} (${what}, redis ${redisVersion})`,
-    scanNodes: () => (client instanceof Cluster ? client.nodes('master') : [client]),
+    // The masters of the moment: a Cluster's may change while `watch` runs.
+    scanNodes: async () => (await client.masters()).map(scanNode),
+    servers: async () => (await client.masters()).map(serverNode),
     onLost: (listener) => void lost.push(listener),
     close: () => {
       if (closed) return;
       closed = true;
-      client.disconnect();
+      client.close();
     },
   };
 }

@@ -8,16 +8,15 @@
  * Not an entry point for users: the demo sends it a `connect` message, then `run` per phase, then
  * `stop` (see `demo-protocol.ts`). It exits when the parent goes away.
  */
-import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Padlock, type Lockable } from '../index.js';
 import type { FromSeller, LockKind, RunMessage, SellerResult, ToSeller } from './demo-protocol.js';
-import { cliRedisOptions } from './redis-target.js';
+import { loadClientLibrary, type CliClient } from './client-library.js';
 import { firstLine } from './errors.js';
 
 const PROGRESS_EVERY_MS = 40;
 
-let redis: Redis | undefined;
+let redis: CliClient | undefined;
 let padlock: Padlock | undefined;
 
 function send(message: FromSeller): Promise<void> {
@@ -32,7 +31,7 @@ function lockFor(kind: LockKind, client: Padlock, name: string): Lockable | null
   return kind === 'none' ? null : client[kind](name);
 }
 
-async function sell(run: RunMessage, client: Redis, lock: Lockable | null): Promise<SellerResult> {
+async function sell(run: RunMessage, client: CliClient, lock: Lockable | null): Promise<SellerResult> {
   let sold = 0;
   let acquisitions = 0;
   const waitsMs: number[] = [];
@@ -46,11 +45,11 @@ async function sell(run: RunMessage, client: Redis, lock: Lockable | null): Prom
     }
     try {
       // The read-check-write that a lock must make atomic.
-      const stock = Number(await client.get(run.stockKey));
+      const stock = Number(await client.call(['GET', run.stockKey]));
       if (!(stock > 0)) break;
       await sleep(run.workMs); // take the payment
-      await client.set(run.stockKey, stock - 1);
-      await client.incr(run.soldKey);
+      await client.call(['SET', run.stockKey, stock - 1]);
+      await client.call(['INCR', run.soldKey]);
       sold++;
     } finally {
       await lease?.release();
@@ -67,10 +66,11 @@ async function sell(run: RunMessage, client: Redis, lock: Lockable | null): Prom
 async function handle(message: ToSeller): Promise<void> {
   switch (message.type) {
     case 'connect': {
-      redis = new Redis(message.url, cliRedisOptions());
-      redis.on('error', () => undefined); // failures reach the commands, and from there the parent
+      // The parent's library: the seller inherits its environment (PADLOCK_CLIENT) and its node_modules.
+      redis = (await loadClientLibrary(process.env)).server(message.url);
+      redis.onError(() => undefined); // failures reach the commands, and from there the parent
       await redis.connect();
-      padlock = new Padlock({ redis, prefix: message.prefix });
+      padlock = new Padlock({ redis: redis.client, prefix: message.prefix });
       await send({ type: 'ready' });
       return;
     }
@@ -82,7 +82,7 @@ async function handle(message: ToSeller): Promise<void> {
     }
     case 'stop': {
       await padlock?.close();
-      await redis?.quit().catch(() => undefined);
+      redis?.close();
       process.exit(0);
     }
   }

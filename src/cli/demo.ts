@@ -4,7 +4,7 @@
  * `fairMutex` (exactly M sold), and a table compares the phases.
  */
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { CliClient } from './client-library.js';
 import type { Command as CommanderCommand } from 'commander';
 import type { CommandContext } from './command.js';
 import { PHASES, THINK_MS, WORK_MS, type LockKind, type SellerResult } from './demo-protocol.js';
@@ -124,13 +124,13 @@ export async function runDemo(options: DemoOptions, context: CommandContext): Pr
   };
 
   const target = await resolveRedisTarget({ url: options.url, env: context.env, allowPrivate: true });
-  let client: Redis | undefined;
+  let client: CliClient | undefined;
   let pool: SellerPool | undefined;
   let line: ProgressLine | undefined;
   const runId = randomBytes(4).toString('hex');
   try {
     checkInterrupt();
-    client = await connectRedis(target);
+    client = await connectRedis(target, context.env);
     const version = await serverVersion(client);
     checkInterrupt();
     const where = target.server !== undefined ? `a private redis-server ${version} at ${target.displayUrl} (stopped on exit)` : `redis ${version} at ${target.displayUrl} (${target.source})`;
@@ -162,7 +162,7 @@ export async function runDemo(options: DemoOptions, context: CommandContext): Pr
     await pool?.stop();
     if (client !== undefined) {
       if (target.server === undefined) await deleteKeys(client, runId).catch(() => undefined);
-      client.disconnect();
+      client.close();
     }
     await target.stop();
   }
@@ -171,13 +171,13 @@ export async function runDemo(options: DemoOptions, context: CommandContext): Pr
 async function runPhase(
   spec: PhaseSpec,
   options: DemoOptions,
-  on: { client: Redis; pool: SellerPool; runId: string; line: ProgressLine | undefined; term: TerminalOutput },
+  on: { client: CliClient; pool: SellerPool; runId: string; line: ProgressLine | undefined; term: TerminalOutput },
 ): Promise<PhaseReport> {
   const s = colors(on.term);
   const stockKey = `${KEY_PREFIX}:${on.runId}:stock`;
   const soldKey = `${KEY_PREFIX}:${on.runId}:sold`;
-  await on.client.set(stockKey, options.tickets);
-  await on.client.set(soldKey, 0);
+  await on.client.call(['SET', stockKey, options.tickets]);
+  await on.client.call(['SET', soldKey, 0]);
   const note = (sold: number): string | undefined => (sold > options.tickets ? s.red(`+${sold - options.tickets} oversold`) : undefined);
   const started = performance.now();
   const results = await on.pool.run(
@@ -185,8 +185,8 @@ async function runPhase(
     (sold) => on.line?.update(withNote(sold, note(sold))),
   );
   const seconds = (performance.now() - started) / 1000;
-  const sold = Number(await on.client.get(soldKey));
-  const stockLeft = Number(await on.client.get(stockKey));
+  const sold = Number(await on.client.call(['GET', soldKey]));
+  const stockLeft = Number(await on.client.call(['GET', stockKey]));
   const report = phaseReport(spec, options.tickets, sold, stockLeft, seconds, results);
   on.line?.finish(withNote(sold, note(sold)), `${seconds.toFixed(2)} s`);
   return report;
@@ -263,11 +263,11 @@ function printSummary(report: DemoReport, term: TerminalOutput, say: (text?: str
 }
 
 /** Deletes the keys of run `runId` (data and lock keys) from a Redis the demo did not start. */
-async function deleteKeys(client: Redis, runId: string): Promise<void> {
+async function deleteKeys(client: CliClient, runId: string): Promise<void> {
   let cursor = '0';
   do {
-    const [next, keys] = await client.scan(cursor, 'MATCH', `${KEY_PREFIX}:*${runId}*`, 'COUNT', 1000);
+    const [next, keys] = (await client.call(['SCAN', cursor, 'MATCH', `${KEY_PREFIX}:*${runId}*`, 'COUNT', 1000])) as [string, string[]];
     cursor = next;
-    if (keys.length > 0) await client.del(...keys);
+    if (keys.length > 0) await client.call(['DEL', ...keys]);
   } while (cursor !== '0');
 }

@@ -4,7 +4,6 @@
  * a warning line under the output, and `--json` a `servers` field.
  */
 import { evictionRisk, evicts, memoryPolicyOf, SAFE_POLICY } from '../redis/eviction-policy.js';
-import { fromIoredis } from '../redis/ioredis.js';
 import type { Connection } from './connection.js';
 import type { Colors } from './render.js';
 
@@ -19,12 +18,11 @@ export interface ServerPolicy {
 }
 
 /** Reads `INFO memory` of every server the connection's locks live on (the server, or each Cluster master). */
-export function readServerPolicies(connection: Connection): Promise<ServerPolicy[]> {
+export async function readServerPolicies(connection: Connection): Promise<ServerPolicy[]> {
   return Promise.all(
-    connection.scanNodes().map(async (node): Promise<ServerPolicy> => {
-      const address = fromIoredis(node).address;
-      const memory = memoryPolicyOf(await node.info('memory').catch(() => ''));
-      return { address, maxmemoryPolicy: memory?.policy ?? null, evicts: memory === undefined ? null : evicts(memory.policy) };
+    (await connection.servers()).map(async (node): Promise<ServerPolicy> => {
+      const memory = memoryPolicyOf(String(await node.call(['INFO', 'memory']).catch(() => '')));
+      return { address: node.address, maxmemoryPolicy: memory?.policy ?? null, evicts: memory === undefined ? null : evicts(memory.policy) };
     }),
   );
 }

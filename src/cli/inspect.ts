@@ -3,8 +3,9 @@
  * keys with their time to live.
  */
 import type { Command as CommanderCommand } from 'commander';
-import type { LockState } from '../inspection.js';
+import { LockReaper, type HolderLiveness, type LockState } from '../inspection.js';
 import { checkName } from '../options.js';
+import { connectionFor } from '../redis/clients.js';
 import type { CommandContext } from './command.js';
 import { redisFailure } from './connection.js';
 import { evictionLines, readServerPolicies, type ServerPolicy } from './eviction.js';
@@ -19,14 +20,26 @@ export interface InspectFlags extends ConnectionFlags {
   readonly waiters: number;
 }
 
+/** A lock as `inspect` shows it: its state, and for a held mutex whether its holder is dead. */
+export type InspectedLock = LockState & {
+  /**
+   * A held mutex's: `dead` when every client holding it let its liveness key run out (`padlock
+   * reap` would free it), `alive`, or `unknown` (its clients unrecorded). Absent for other kinds
+   * and free locks.
+   */
+  readonly holderLiveness?: HolderLiveness;
+};
+
 /** What `padlock inspect --json` prints: the lock's whole {@link LockState}. */
 export interface InspectReport {
   readonly redis: { readonly url: string; readonly topology: string };
   readonly prefix: string;
+  /** Whether Redis has any key of that name: `false` for a name never used (or unused for over an hour). */
+  readonly known: boolean;
   /** The first of {@link locks}: the name's mutex when it has keys (or no kind has), else its first other kind. */
-  readonly lock: LockState;
+  readonly lock: InspectedLock;
   /** Every kind's lock of that name that has a key (mutex, readWrite, semaphore, in that order); one free mutex when none has. */
-  readonly locks: readonly LockState[];
+  readonly locks: readonly InspectedLock[];
   /** Each server's maxmemory-policy: one that evicts may take a lock away (docs/safety.md). */
   readonly servers: readonly ServerPolicy[];
 }
@@ -54,12 +67,17 @@ export function declareInspect(program: CommanderCommand, context: CommandContex
 async function runInspect(name: string, flags: InspectFlags, context: CommandContext): Promise<number> {
   const checked = lockName(name);
   await withSession(flags, context, async (session) => {
-    const locks = await readLocks(session, checked, flags.waiters);
-    const [lock] = locks as [LockState, ...LockState[]];
+    const locks = await withLiveness(session, await readLocks(session, checked, flags.waiters));
+    const [lock] = locks as [InspectedLock, ...InspectedLock[]];
+    const known = locks.some((l) => l.keys.some((k) => k.exists));
     const servers = await readServerPolicies(session.connection);
     if (flags.json === true) {
-      const report: InspectReport = { redis: { url: session.connection.displayUrl, topology: session.connection.topology }, prefix: session.prefix, lock, locks, servers };
+      const report: InspectReport = { redis: { url: session.connection.displayUrl, topology: session.connection.topology }, prefix: session.prefix, known, lock, locks, servers };
       context.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+      return;
+    }
+    if (!known) {
+      context.stdout.write(`Nothing is known of lock '${checked}' under prefix '${session.prefix}': Redis has no key of it (never used, or free and unused for over an hour).\n`);
       return;
     }
     const c = colors(terminalOutput(context.stdout, context.env));
@@ -86,6 +104,17 @@ export async function readLocks(session: Session, name: string, waiters: number)
   }
 }
 
+/** Each held mutex with whether its holder is dead (what `padlock reap` would free). */
+async function withLiveness(session: Session, locks: readonly LockState[]): Promise<InspectedLock[]> {
+  if (!locks.some((l) => l.kind === 'mutex' && l.held)) return [...locks];
+  const reaper = new LockReaper(connectionFor('--url', session.connection.client), session.prefix);
+  try {
+    return await Promise.all(locks.map(async (l) => (l.kind === 'mutex' && l.held ? { ...l, holderLiveness: await reaper.holderLiveness(l) } : l)));
+  } catch (error) {
+    throw redisFailure(error, session.connection);
+  }
+}
+
 /** One line about a lock's holders: `held by 3f9a1c2e5b7d… (2 holds), fence 1732…, 28.1 s left` (with sides or permits for the other kinds). */
 export function holdLine(lock: LockState): string {
   if (!lock.held) return 'free';
@@ -99,7 +128,7 @@ export function holdLine(lock: LockState): string {
 }
 
 /** `inspect`'s text: a few labelled lines, then the waiters and the keys as tables. */
-export function describeLock(lock: LockState, c: Colors): string {
+export function describeLock(lock: InspectedLock, c: Colors): string {
   const label = (text: string): string => c.bold(text.padEnd(8));
   const dead = lock.waiters.filter((w) => !w.alive).length;
   const queue =
@@ -113,6 +142,7 @@ export function describeLock(lock: LockState, c: Colors): string {
     ...(lock.permits === undefined ? [] : [`${label('permits')}${lock.permits.used} held of ${lock.permits.limit ?? c.dim("the code's limit (none stored)")}`]),
     // A read/write lock's holds record no clients.
     ...(lock.kind === 'readWrite' ? [] : lock.holders.map((h) => `${label('client')}${h.clients === null ? c.dim('unknown (never reaped)') : h.clients.join(', ')}`)),
+    ...(lock.holderLiveness === 'dead' ? [`${label('holder')}${c.red('dead')}: every client holding it let its liveness key run out; 'padlock reap' frees it`] : []),
     `${label('fence')}${lock.lastFence === null ? c.dim('none handed out within the hour') : `last handed out: ${lock.lastFence}`}`,
     `${label('queue')}${queue}`,
   ];

@@ -81,7 +81,7 @@ async function runList(pattern: string, flags: ListFlags, context: CommandContex
 /** The locks matching `pattern`, read; any Redis failure as a one-line error. */
 export async function readList(session: Session, pattern: string, all: boolean): Promise<LockState[]> {
   try {
-    return await listLocks(session.connection.scanNodes(), session.reader, session.prefix, pattern, { all, waiters: LIST_WAITERS });
+    return await listLocks(await session.connection.scanNodes(), session.reader, session.prefix, pattern, { all, waiters: LIST_WAITERS });
   } catch (error) {
     throw redisFailure(error, session.connection);
   }
@@ -108,8 +108,13 @@ export function summary(state: LockState): LockSummary {
   };
 }
 
-/** The kind column: a semaphore's with its permits held of its limit (`?`: not stored). */
+/**
+ * The kind column: a semaphore's with its permits held of its limit (`?`: not stored); a mutex's as
+ * `mutex (fair)` when waiters queued through `fairMutex`. A mutex and a fair mutex of one name are
+ * one lock (one key, no record of which kind took it): only the queue's entries say their kind.
+ */
 export function kindCell(lock: LockState): string {
+  if (lock.kind === 'mutex' && lock.waiters.some((w) => w.kind === 'fair' && w.alive)) return 'mutex (fair)';
   return lock.permits === undefined ? lock.kind : `${lock.kind} ${lock.permits.used}/${lock.permits.limit ?? '?'}`;
 }
 

@@ -10,19 +10,6 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CliError, ExitCode, firstLine } from './errors.js';
 
-/**
- * The commands reach Redis through ioredis, which the library only takes as an optional peer (a
- * project may have node-redis alone): without it, say what to install rather than fail to load.
- */
-async function loadProgram(): Promise<typeof import('./program.js')> {
-  try {
-    await import('ioredis');
-  } catch (error) {
-    throw new CliError('the padlock command talks to Redis through ioredis, which is not installed: npm install ioredis', ExitCode.failure, { cause: error });
-  }
-  return import('./program.js');
-}
-
 /** padlock's version, from the nearest package.json named "padlock" above this module. */
 function version(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
@@ -66,7 +53,8 @@ process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
 
 const context = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, signal: controller.signal };
-const code = await loadProgram()
+// The Redis client library is loaded by the commands that talk to Redis (client-library.ts): help needs none.
+const code = await import('./program.js')
   .then(({ runCli }) => runCli(process.argv.slice(2), context, version()))
   .catch((error: unknown) => report(error, process.env));
 process.exitCode = code;

@@ -5,7 +5,7 @@
 import type { Command as CommanderCommand } from 'commander';
 import { checkPrefix } from '../options.js';
 import { LockReader } from '../inspection.js';
-import { fromIoredis } from '../redis/ioredis.js';
+import { connectionFor } from '../redis/clients.js';
 import type { CommandContext } from './command.js';
 import { connect, parseTarget, type Connection } from './connection.js';
 import { interruptedError, usageError } from './errors.js';
@@ -42,10 +42,10 @@ export async function withSession<T>(flags: ConnectionFlags, context: CommandCon
   const prefix = checkedPrefix(flags.prefix);
   const target = parseTarget({ url: flags.url, cluster: flags.cluster === true, env: context.env });
   if (context.signal.aborted) throw interruptedError(context.signal);
-  const connection = await connect(target);
+  const connection = await connect(target, context.env);
   try {
     if (context.signal.aborted) throw interruptedError(context.signal);
-    return await work({ connection, reader: new LockReader(fromIoredis(connection.client), prefix), prefix });
+    return await work({ connection, reader: new LockReader(connectionFor('--url', connection.client), prefix), prefix });
   } finally {
     connection.close();
   }

@@ -7,7 +7,7 @@
  */
 import type { Command as CommanderCommand } from 'commander';
 import { LockReaper, type LockState } from '../inspection.js';
-import { fromIoredis } from '../redis/ioredis.js';
+import { connectionFor } from '../redis/clients.js';
 import type { ReapOutcome } from '../reaping.js';
 import type { CommandContext } from './command.js';
 import { redisFailure } from './connection.js';
@@ -17,12 +17,12 @@ import { withConnectionOptions, withSession, type ConnectionFlags, type Session 
 import { plural } from './plural.js';
 import { terminalOutput } from './progress.js';
 import { colors, duration, shortToken, type Colors } from './render.js';
-import { secondsParser } from './values.js';
+import { durationParser } from './values.js';
 import { lostSignal, pause, type LostSignal } from './watch.js';
 
 /** Flags of `padlock reap`. */
 export interface ReapFlags extends ConnectionFlags {
-  /** Milliseconds between two rounds (`--every`, given in seconds); once when absent. */
+  /** Milliseconds between two rounds (`--every`, given in seconds or with a unit); once when absent. */
   readonly every?: number;
   readonly dryRun?: boolean;
 }
@@ -74,12 +74,12 @@ export function declareReap(program: CommanderCommand, context: CommandContext, 
         'Frees every lock (matching the pattern) whose holder is dead: every Padlock holding it has ' +
           'let its liveness key run out (livenessMs, 10 s by default, after its process died or ' +
           'stalled). Its first live waiter gets its turn, as after a release. A lock whose holder is ' +
-          'alive is never touched. Once, or every --every seconds until Ctrl-C. With Redlock, run it ' +
+          'alive is never touched. Once, or every --every (seconds, or with a unit) until Ctrl-C. With Redlock, run it ' +
           "against every master. Mutexes only: a read/write lock's holds record no clients, a " +
           "semaphore's expire on their own.",
       )
       .argument('[pattern]', 'lock names to look at (a Redis glob: * ? [abc])', '*')
-      .option('--every <seconds>', 'run again every so many seconds, until Ctrl-C', secondsParser('--every', 0.1, 86_400))
+      .option('--every <duration>', 'run again every so long (seconds, or 500ms, 2s, 1m), until Ctrl-C', durationParser('--every', 100, 86_400_000))
       .option('--dry-run', 'only say which locks have a dead holder; free nothing'),
     'print a JSON object (with --every, one per line, per round) instead of text (fields: docs/cli.md)',
   )
@@ -89,7 +89,7 @@ export function declareReap(program: CommanderCommand, context: CommandContext, 
 
 async function runReap(pattern: string, flags: ReapFlags, context: CommandContext): Promise<number> {
   return withSession(flags, context, async (session) => {
-    const reaper = new LockReaper(fromIoredis(session.connection.client), session.prefix);
+    const reaper = new LockReaper(connectionFor('--url', session.connection.client), session.prefix);
     const c = colors(terminalOutput(context.stdout, context.env));
     if (flags.every === undefined) {
       const report = await round(session, reaper, pattern, flags.dryRun === true);

@@ -3,8 +3,8 @@
  * private `redis-server` on a free loopback port that is stopped when the command ends. Every way
  * of failing becomes a one-line {@link CliError} within a bounded time.
  */
-import { Redis, type RedisOptions } from 'ioredis';
 import { RedisServerStartError, startRedisServer, type RedisServer } from '../devserver/redis-server.js';
+import { loadClientLibrary, type CliClient } from './client-library.js';
 import { CliError, firstLine, usageError } from './errors.js';
 
 /** How long connecting and the first PING may take before Redis counts as unreachable. */
@@ -71,37 +71,22 @@ export async function resolveRedisTarget(options: { url: string | undefined; env
 }
 
 /**
- * ioredis options for CLI connections: lazy (the caller connects and learns the outcome), a bounded
- * TCP connect, and a few quick retries, so that a Redis that goes away fails commands within
- * seconds instead of queueing them forever.
+ * Connects to `target` through the client library installed, and checks it answers PING, within
+ * {@link CONNECT_TIMEOUT_MS}.
+ * @throws CliError naming the URL and the reason (refused, unknown host, timeout, auth, no client installed)
  */
-export function cliRedisOptions(): RedisOptions {
-  return {
-    lazyConnect: true,
-    connectTimeout: 3_000,
-    // disconnect() half-closes; a peer that never answers would keep the socket (and the process) alive.
-    disconnectTimeout: 200,
-    maxRetriesPerRequest: 1,
-    retryStrategy: (times) => (times <= 3 ? 100 * times : null),
-  };
-}
-
-/**
- * Connects to `target` and checks it answers PING, within {@link CONNECT_TIMEOUT_MS}.
- * @throws CliError naming the URL and the reason (refused, unknown host, timeout, auth)
- */
-export async function connectRedis(target: Pick<RedisTarget, 'url' | 'displayUrl'>): Promise<Redis> {
-  const client = new Redis(target.url, cliRedisOptions());
+export async function connectRedis(target: Pick<RedisTarget, 'url' | 'displayUrl'>, env: NodeJS.ProcessEnv): Promise<CliClient> {
+  const client = (await loadClientLibrary(env)).server(target.url);
   // connect() rejects with a bare "Connection is closed."; the socket's error (ECONNREFUSED,
   // ENOTFOUND, …) arrives as an event just before, and says more.
   let socketError: unknown;
-  client.on('error', (error) => (socketError ??= error));
+  client.onError((error) => (socketError ??= error));
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
       (async () => {
         await client.connect();
-        await client.ping();
+        await client.call(['PING']);
       })(),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`no answer within ${CONNECT_TIMEOUT_MS / 1000} s`)), CONNECT_TIMEOUT_MS);
@@ -109,8 +94,8 @@ export async function connectRedis(target: Pick<RedisTarget, 'url' | 'displayUrl
     ]);
     return client;
   } catch (error) {
-    // connect() rejects at the first failure; disconnect() also stops the reconnection attempts.
-    client.disconnect();
+    // connect() rejects at the first failure; close() also stops the reconnection attempts.
+    client.close();
     const cause = socketError ?? error;
     throw new CliError(`cannot reach Redis at ${target.displayUrl}: ${describeConnectError(cause)}`, undefined, { cause });
   } finally {
@@ -125,7 +110,9 @@ export function describeConnectError(error: unknown): string {
   if (code === 'ECONNREFUSED') return 'connection refused (is redis-server running there?)';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'unknown host';
   if (code === 'ETIMEDOUT' || /ETIMEDOUT/.test(message)) return 'connection timed out';
-  if (/Protocol error/.test(message)) return 'the server there does not speak the Redis protocol (wrong port?)';
+  if (/DB index is out of range/.test(message)) return `the server has not the database the URL names (${message})`;
+  // redis-parser (ioredis 5, iovalkey) says "Protocol error", the RESP decoders of ioredis 6 and node-redis "Unknown RESP type".
+  if (/Protocol error|Unknown RESP type|is it a Redis server/.test(message)) return 'the server there is not a Redis server: it does not speak the Redis protocol (wrong port?)';
   const sentinels = /All sentinels are unreachable.*?(?:Last error: (.*))?$/.exec(message);
   if (sentinels !== null) {
     const last = sentinels[1]?.trim() ?? '';
@@ -137,7 +124,7 @@ export function describeConnectError(error: unknown): string {
 }
 
 /** The server's `redis_version`, or `'?'`. */
-export async function serverVersion(client: Redis): Promise<string> {
-  const info = await client.info('server');
+export async function serverVersion(client: CliClient): Promise<string> {
+  const info = String(await client.call(['INFO', 'server']));
   return /redis_version:([^\r\n]+)/.exec(info)?.[1] ?? '?';
 }

@@ -4,7 +4,7 @@
  * 143) and on a lost connection (exit 1, one line). Elsewhere it prints one frame per interval (`--json`: one
  * JSON object per line).
  */
-import type { Command as CommanderCommand } from 'commander';
+import { Option, type Command as CommanderCommand } from 'commander';
 import type { LockState } from '../inspection.js';
 import type { CommandContext, OutputStream } from './command.js';
 import { redisFailure, type Connection } from './connection.js';
@@ -14,7 +14,7 @@ import { withConnectionOptions, withSession, type ConnectionFlags, type Session 
 import { terminalOutput } from './progress.js';
 import { colors, duration, type Colors } from './render.js';
 import { plural } from './plural.js';
-import { integerParser } from './values.js';
+import { durationParser } from './values.js';
 
 /** Flags of `padlock watch`. */
 export interface WatchFlags extends ConnectionFlags {
@@ -53,7 +53,11 @@ export function declareWatch(program: CommanderCommand, context: CommandContext,
           'per line). Stops with an error when the connection to Redis is lost.',
       )
       .argument('[pattern]', 'lock names to show (a Redis glob)', '*')
-      .option('--interval <ms>', 'time between two reads, in milliseconds', integerParser('--interval', 100, 3_600_000), 1_000)
+      .addOption(
+        new Option('--interval <duration>', 'time between two reads (seconds, or 500ms, 2s, 1m)')
+          .argParser(durationParser('--interval', 100, 60_000, 'it is in seconds, not milliseconds: 500ms or 0.5 for half a second'))
+          .default(1_000, '1s'),
+      )
       .option('--all', 'also free locks whose key remains (an hour after their release)'),
     'print one JSON object per line, per interval (fields: docs/cli.md)',
   )

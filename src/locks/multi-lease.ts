@@ -16,9 +16,15 @@ export class MultiLease extends Lease {
   #release: Promise<void> | undefined;
 
   /**
-   * Leases come from a multi-lock's `acquire`, `tryAcquire` and `withLock`; this constructor is padlock's own.
+   * Multi-leases come from a multi-lock's `acquire`, `tryAcquire` and `withLock`: no code outside
+   * padlock makes one. The published types show only this signature, which nothing can call.
+   */
+  constructor(internal: never, internalToo: never);
+  /**
+   * @internal padlock's own.
    * @param parts one lease per name, in the canonical order of the names (at least one)
    */
+  constructor(name: string, parts: readonly [Lease, ...Lease[]]);
   constructor(name: string, parts: readonly [Lease, ...Lease[]]) {
     super(parts[0].hold, parts[0].holdCount);
     this.#name = name;

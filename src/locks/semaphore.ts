@@ -9,6 +9,8 @@ import type { Lease } from '../lease.js';
 import { checkName, type AcquireOptions } from '../options.js';
 import type { Shared } from '../shared.js';
 import type { Lockable } from './lock.js';
+import type { SemaphoreInspectReply } from '../scripts/index.js';
+import { firstUse, limitDisagreement, rememberStored, storedBy, warnLimitDisagreement } from './semaphore-limits.js';
 import { semaphoreKeys, SemaphoreProtocol } from './semaphore-protocol.js';
 import { SemaphorePermits } from './semaphore-permits.js';
 
@@ -28,8 +30,14 @@ export interface SemaphoreAcquireOptions extends AcquireOptions {
  * some permits, plus `available()` and `setPermits(n)`.
  */
 export interface SemaphoreLock extends Lockable {
-  /** The limit this semaphore was made with: used while no limit is stored in Redis (see {@link setPermits}). */
+  /** The limit this semaphore was made with: used while no limit is stored in Redis (see {@link setPermits}); {@link limit} says which applies. */
   readonly permits: number;
+  /**
+   * The limit in force for this code: the one stored by {@link setPermits}, else {@link permits}.
+   * Emits the `PADLOCK_SEMAPHORE_LIMIT` warning (once per semaphore per process) when the stored
+   * limit differs from {@link permits}, or other clients made the semaphore with other values.
+   */
+  limit(): Promise<number>;
   /**
    * Waits for `permits` permits (default 1; FIFO with every other waiter) up to `waitMs` (default
    * forever), and returns their lease. Rejects with `PermitLimitError` when more permits are asked
@@ -45,8 +53,9 @@ export interface SemaphoreLock extends Lockable {
   /** Frees every holder's permits (operators only) and admits the waiters that now fit; true when any was held. */
   forceRelease(): Promise<boolean>;
   /**
-   * The limit less the permits held by holders whose lease has not run out (server clock); never
-   * below 0 (holders above a lowered limit keep their permits). Queued waiters are not subtracted.
+   * The limit (see {@link limit}) less the permits held by holders whose lease has not run out
+   * (server clock); never below 0 (holders above a lowered limit keep their permits). Queued
+   * waiters are not subtracted. Warns as {@link limit} does.
    */
   available(): Promise<number>;
   /**
@@ -79,19 +88,31 @@ export class Semaphore implements SemaphoreLock {
     this.#protocol = new SemaphoreProtocol(semaphoreKeys(shared.prefix, this.name), this.permits, shared.clientId, shared.topology.shardedPubSub);
   }
 
+  // The limit is checked once the call has been answered: a call refused for its options sends nothing.
   async acquire(options?: SemaphoreAcquireOptions): Promise<Lease> {
     const [lock, rest] = this.#split(options);
-    return lock.acquire(rest);
+    const lease = await lock.acquire(rest);
+    this.#checkOnFirstUse();
+    return lease;
   }
 
   async tryAcquire(options?: SemaphoreAcquireOptions): Promise<Lease | null> {
     const [lock, rest] = this.#split(options);
-    return lock.tryAcquire(rest);
+    const lease = await lock.tryAcquire(rest);
+    this.#checkOnFirstUse();
+    return lease;
   }
 
   async withLock<T>(fn: (lease: Lease) => T | Promise<T>, options?: SemaphoreAcquireOptions): Promise<T> {
     const [lock, rest] = this.#split(options);
-    return lock.withLock(fn, rest);
+    return lock.withLock((lease) => {
+      this.#checkOnFirstUse();
+      return fn(lease);
+    }, rest);
+  }
+
+  async limit(): Promise<number> {
+    return (await this.#state()).limit;
   }
 
   isLocked(): Promise<boolean> {
@@ -103,15 +124,38 @@ export class Semaphore implements SemaphoreLock {
   }
 
   async available(): Promise<number> {
+    const state = await this.#state();
+    return Math.max(0, state.limit - state.used);
+  }
+
+  /** The semaphore's state, and the warning if its limit is disputed. */
+  async #state(): Promise<SemaphoreInspectReply> {
     this.#shared.runtime.assertOpen(this.name);
     const state = await this.#shared.topology.run(this.#protocol.inspect());
-    return Math.max(0, state.limit - state.used);
+    this.#warnIfDisputed(state);
+    return state;
+  }
+
+  #warnIfDisputed(state: SemaphoreInspectReply): void {
+    const message = limitDisagreement(this.name, this.permits, state, storedBy(this.#shared, this.name));
+    if (message !== undefined) warnLimitDisagreement(this.#shared.prefix, this.name, message);
+  }
+
+  /** The first time this Padlock uses the semaphore: its limit checked beside the call, never in its way. */
+  #checkOnFirstUse(): void {
+    if (!firstUse(this.#shared, this.name)) return;
+    // Nothing to report if it fails: the call itself meets the same Redis and says so.
+    this.#shared.topology.run(this.#protocol.inspect()).then(
+      (state) => this.#warnIfDisputed(state),
+      () => undefined,
+    );
   }
 
   async setPermits(permits: number): Promise<void> {
     const limit = checkPermits('permits', permits);
     this.#shared.runtime.assertOpen(this.name);
     await this.#shared.topology.run(this.#protocol.setPermits(limit));
+    rememberStored(this.#shared, this.name, limit);
   }
 
   /** The lock for the permits `options` ask, and the options the common lock reads (without `permits`). */

@@ -17,9 +17,11 @@ import { fromNodeRedis, nodeRedisShape } from './node-redis.js';
 export interface IoredisLikeClient {
   /** The connection state (`'ready'`, `'reconnecting'`, …). */
   readonly status: string;
-  /** The promise form is what padlock calls. */
+  /** Runs a loaded script (`EVALSHA`): the promise form is what padlock calls. */
   evalsha(...args: never[]): unknown;
+  /** Batches commands in one round trip: padlock pipelines a script with its `WAIT`, and renewals. */
   pipeline(...args: never[]): unknown;
+  /** A new connection with the same options: padlock's pub/sub connection, closed by `padlock.close()`. */
   duplicate(...args: never[]): unknown;
 }
 
@@ -31,6 +33,7 @@ export interface IoredisLikeClient {
 export interface NodeRedisLikeClient {
   /** Whether `connect()` was called (and the client not closed since). */
   readonly isOpen: boolean;
+  /** Sends one command as an array of strings: how padlock calls a node-redis client, cluster or sentinel. */
   sendCommand(...args: never[]): Promise<unknown>;
 }
 
@@ -54,7 +57,7 @@ export function connectionFor(option: string, value: unknown): CommandConnection
   if (shape !== undefined) {
     const options = client['options'] as { legacyMode?: unknown } | undefined;
     if (options?.legacyMode === true) throw new PadlockOptionError(option, `${EXPECTED}: a node-redis client without legacyMode (padlock calls its promise API)`, value);
-    if (client['isOpen'] !== true) throw new PadlockOptionError(option, `${EXPECTED}: this node-redis ${shape} is not connected (await its connect() before new Padlock)`, value);
+    if (client['isOpen'] !== true) throw new PadlockOptionError(option, `${EXPECTED}: this node-redis ${shape} is not connected (await its connect() before new Padlock), or was closed`, value);
     return fromNodeRedis(value, shape);
   }
   // ioredis and iovalkey say their state in `status` and pipeline by `pipeline()`; node-redis does neither.
@@ -68,6 +71,12 @@ export function connectionFor(option: string, value: unknown): CommandConnection
     const missing: string[] = IOREDIS_METHODS.filter((method) => typeof client[method] !== 'function').map((method) => `${method}()`);
     if (typeof client['status'] !== 'string') missing.push('a status string');
     if (missing.length > 0) throw new PadlockOptionError(option, `${EXPECTED} (this ioredis-like object lacks ${missing.join(', ')})`, value);
+    // Closed for good, and every call would fail as if Redis were down: status 'end' (quit() or
+    // disconnect() was called, or its retries gave up), or, until the socket has closed, ioredis's
+    // own flag that quit() or disconnect() was called.
+    if (client['status'] === 'end' || client['manuallyClosing'] === true) {
+      throw new PadlockOptionError(option, `${EXPECTED}: this client was closed (quit() or disconnect() was called); pass an open one`, value);
+    }
     return fromIoredis(value);
   }
   throw new PadlockOptionError(option, EXPECTED, value);

@@ -1,6 +1,7 @@
 -- A semaphore's state (docs/protocol.md, "Semaphore"). Its scripts take these keys, in this order:
 --   meta     hash: `limit` (set by setPermits; absent: the caller's default, the creation value),
---            `fence` (the last fence given), `log` (request ids of recent final releases: those
+--            `fence` (the last fence given), `permits:<n>` (1: a grant went by the creation value n
+--            while no limit was stored), `log` (request ids of recent final releases: those
 --            that removed their holder, whose own log went with it)
 --   holders  hash: owner → "permits|count|fence|clients|log" (count: its holds; clients: comma-
 --            separated ids of the Padlocks that took or re-entered it, as the mutex's; log: the
@@ -60,7 +61,9 @@ end
 local function open_semaphore(keys, default_limit, channel, publish)
   local s = {meta = keys[1], holders = keys[2], leases = keys[3], queue = keys[4], channel = channel, publish = publish_command(publish)}
   s.now = server_now()
-  s.limit = tonumber(redis.call('HGET', s.meta, 'limit')) or default_limit
+  s.stored = tonumber(redis.call('HGET', s.meta, 'limit'))
+  s.default = default_limit
+  s.limit = s.stored or default_limit
   s.used = tonumber(redis.call('HGET', s.holders, PERMITS_USED)) or 0
   local dead = redis.call('ZRANGEBYSCORE', s.leases, '-inf', s.now)
   if #dead > 0 then
@@ -106,7 +109,13 @@ end
 local function new_permit_hold(s, owner, permits, client, ms)
   local last = redis.call('HGET', s.meta, 'fence')
   local fence = next_fence(last and {fence = last} or nil, nil)
-  redis.call('HSET', s.meta, 'fence', fence)
+  if s.stored then
+    redis.call('HSET', s.meta, 'fence', fence)
+  else
+    -- The limit this grant went by, the caller's creation value: each one seen is recorded (until
+    -- meta expires), so that a client whose code passes another learns of the disagreement.
+    redis.call('HSET', s.meta, 'fence', fence, 'permits:' .. s.default, 1)
+  end
   write_permit_holder(s, owner, {permits = permits, count = 1, fence = fence, clients = client, log = ' '})
   redis.call('ZADD', s.leases, s.now + ms, owner)
   add_permits_used(s, permits)

@@ -302,6 +302,8 @@ export interface SemaphoreInspectReply {
   readonly limit: number;
   /** Whether the limit is stored (set by `setPermits`). */
   readonly stored: boolean;
+  /** The creation values (`semaphore(name, n)`'s n) that grants went by while no limit was stored, as long as the semaphore's meta key has lived. */
+  readonly createdWith: readonly number[];
   /** Permits held by holders whose lease has not run out. */
   readonly used: number;
   /** How many such holders. */
@@ -386,14 +388,17 @@ export const semaphoreSetPermitsScript = defineScript('semaphore-set-permits.lua
 /** Read a semaphore's state (given how many waiters to describe, in detail); see semaphore-inspect.lua. */
 export const semaphoreInspectScript = defineScript('semaphore-inspect.lua', luaSources.semaphoreInspect, (reply): SemaphoreInspectReply => {
   const script = 'semaphore-inspect.lua';
-  if (!Array.isArray(reply) || (reply.length !== 6 && reply.length !== 14)) fail(script, reply);
-  const r = integers(script, reply.slice(0, reply.length === 6 ? 6 : 12));
+  if (!Array.isArray(reply) || (reply.length !== 7 && reply.length !== 15)) fail(script, reply);
+  const values: readonly unknown[] = reply;
+  const r = integers(script, [...values.slice(0, 6), ...values.slice(7, values.length === 7 ? 7 : 13)]);
   const [limit, used, holders, earliestPttl, queued, stored] = r as [number, number, number, number, number, number];
-  const state = { limit, used, holders, earliestPttl, queued, stored: stored === 1 };
-  if (reply.length === 6) return state;
+  const seen: unknown = reply[6];
+  if (!Array.isArray(seen)) fail(script, reply);
+  const state = { limit, used, holders, earliestPttl, queued, stored: stored === 1, createdWith: integers(script, seen) };
+  if (reply.length === 7) return state;
   const [now, lastFence, metaPttl, holdersPttl, leasesPttl, queuePttl] = r.slice(6) as [number, number, number, number, number, number];
-  const flatHolders: unknown = reply[12];
-  const flatWaiters: unknown = reply[13];
+  const flatHolders: unknown = reply[13];
+  const flatWaiters: unknown = reply[14];
   if (!Array.isArray(flatHolders) || flatHolders.length % 6 !== 0 || !Array.isArray(flatWaiters) || flatWaiters.length % 7 !== 0) fail(script, reply);
   const described: SemaphoreHolderReply[] = [];
   for (let i = 0; i < flatHolders.length; i += 6) {

@@ -6,7 +6,8 @@
   [ARGV[2] how many queued waiters to describe, from the queue's head: given (the CLI), the
           holders and queue in detail]
   Returns {limit, permits held by live holders, live holders, ms until the earliest live lease
-  runs out (-2: none), queue length, 1 when the limit is stored (else 0)}.
+  runs out (-2: none), queue length, 1 when the limit is stored (else 0), {the creation values
+  grants went by while no limit was stored, since meta was made}}.
   With ARGV[2], followed by: now (ms on the server's clock), the last fence handed out (0: none
   known), the PTTLs of meta, holders, leases and queue (-2: absent), {owner, permits,
   count, fence, clients, expiry, ...}: six values per live holder, soonest expiry first, and
@@ -35,7 +36,15 @@ for i = 1, #live, 2 do
     end
   end
 end
-local result = {stored or tonumber(ARGV[1]), used, holders, earliest, redis.call('LLEN', KEYS[4]), stored and 1 or 0}
+-- The creation values grants went by while no limit was stored (meta's `permits:<n>` fields).
+local seen = {}
+for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
+  local n = string.match(field, '^permits:(%d+)$')
+  if n then
+    seen[#seen + 1] = tonumber(n)
+  end
+end
+local result = {stored or tonumber(ARGV[1]), used, holders, earliest, redis.call('LLEN', KEYS[4]), stored and 1 or 0, seen}
 if not detailed then
   return result
 end

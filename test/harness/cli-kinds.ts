@@ -27,7 +27,7 @@ export interface KindsScenario {
 /** The first frame of `padlock watch --json [pattern]`, which is then stopped with SIGINT. */
 async function watchOnce(s: KindsScenario, pattern: string): Promise<WatchFrame> {
   let stopped = false;
-  const run = await runBin(['watch', pattern, '--json', '--interval', '200', ...s.connection, '--prefix', s.prefix], {
+  const run = await runBin(['watch', pattern, '--json', '--interval', '200ms', ...s.connection, '--prefix', s.prefix], {
     onStdout: (soFar, pid) => {
       if (!stopped && soFar.includes('\n')) {
         stopped = true;

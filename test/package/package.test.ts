@@ -16,11 +16,13 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../../src/devserver/redis-server.js';
 import { startServer } from '../harness/redis.js';
 import { clientOf, expectsSyntaxError, parseExamples, runsIn, sourceFor, type Example, type Target } from './readme-examples.js';
 
@@ -30,6 +32,12 @@ const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 const nodeMajor = Number(process.versions.node.split('.')[0]);
 /** A process that has not exited by then is taken to hang (an open handle): it fails its test. */
 const EXIT_BOUND_MS = 30_000;
+/**
+ * With Redis down, an example must still end by itself within this: its calls fail within their
+ * `waitMs` (the longest in the README is 30 s), `close()` within 5 s, and the client is closed
+ * without waiting for the server.
+ */
+const DOWN_EXIT_BOUND_MS = 60_000;
 
 interface Result {
   code: number | null;
@@ -65,8 +73,8 @@ function run(command: string, args: readonly string[], options: { cwd: string; e
   });
 }
 
-function show(what: string, result: Result): string {
-  const how = result.timedOut ? `did not exit within ${EXIT_BOUND_MS / 1000} s (something left open?)` : `exited with code ${result.code} (signal ${result.signal})`;
+function show(what: string, result: Result, boundMs = EXIT_BOUND_MS): string {
+  const how = result.timedOut ? `did not exit within ${boundMs / 1000} s (something left open?)` : `exited with code ${result.code} (signal ${result.signal})`;
   return `${what} ${how}\n--- stdout\n${result.stdout}--- stderr\n${result.stderr}`;
 }
 
@@ -128,7 +136,7 @@ const projects: Project[] = [
  * Compile-only checks of the published types, beyond the README: internals do not show, and an
  * option set to `undefined` is accepted under exactOptionalPropertyTypes.
  */
-const TYPES_CHECK = `import { Padlock, type AcquireOptions, type Lease, type PadlockOptions, type RedisClient } from 'padlock';
+const TYPES_CHECK = `import { Lease, MultiLease, Padlock, type AcquireOptions, type PadlockOptions, type RedisClient } from 'padlock';
 
 export function check(padlock: Padlock, lease: Lease, signal: AbortSignal | undefined, clients: readonly RedisClient[]): void {
   // The redis option's type names no client package: any client, or an array of them (Redlock).
@@ -140,6 +148,11 @@ export function check(padlock: Padlock, lease: Lease, signal: AbortSignal | unde
   void padlock.runtime;
   // @ts-expect-error internal: not in the published types
   void lease.hold;
+  // Leases are padlock's to make: their constructors take nothing a user can pass.
+  // @ts-expect-error no public constructor
+  void new Lease();
+  // @ts-expect-error no public constructor
+  void new MultiLease('a', [lease]);
   const acquire: AcquireOptions = { signal, waitMs: undefined, leaseMs: undefined, autoExtend: undefined, owner: undefined };
   const options: Omit<PadlockOptions, 'redis'> = { prefix: undefined, leaseMs: undefined };
   void acquire;
@@ -265,8 +278,52 @@ describe('the packed package, installed into fresh projects', { concurrency: 3 }
         assert.ok(!result.timedOut && result.code === 0 && result.signal === null, show(what, result));
         assert.equal(result.stderr, '', show(`${what} wrote to stderr; it`, result));
       }
+
+      // Redis down: each example still ends by itself, failing. Down as refused (nothing listens on
+      // the port) and, for ioredis, as hung (a server that takes the connection and never answers:
+      // there `await redis.quit()` waited forever). node-redis's own connect() waits for a silent
+      // server, before padlock is involved: its example is checked with the refused port only. One
+      // project per client install is enough: the code that runs is the same in the others.
+      if (project.language === 'js' && project.format === 'esm') {
+        const silent = createServer(() => undefined);
+        await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+        const address = silent.address();
+        assert.ok(address !== null && typeof address === 'object');
+        const downs = [`redis://127.0.0.1:${await freePort()}`, ...(project.client === 'node-redis' ? [] : [`redis://127.0.0.1:${address.port}`])];
+        try {
+          const ends = await Promise.all(
+            runs
+              .filter(({ example }) => !expectsSyntaxError(example, project, nodeMajor))
+              .flatMap(({ example, file }) => downs.map(async (down) => ({ example, down, result: await run(process.execPath, [file], { cwd: dir, env: { REDIS_URL: down }, timeoutMs: DOWN_EXIT_BOUND_MS }) }))),
+          );
+          for (const { example, down, result } of ends) {
+            const what = `README example '${example.name}' (README.md:${example.line}) in ${project.name}, Redis down (${down === downs[0] ? 'refused' : 'never answering'}),`;
+            assert.ok(!result.timedOut, show(what, result, DOWN_EXIT_BOUND_MS));
+            assert.notEqual(result.code, 0, show(`${what} cannot succeed; it`, result));
+          }
+        } finally {
+          silent.close();
+        }
+      }
     });
   }
+
+  it('ships what users run: the Lua scripts once, no sources or maps, no bin declarations, no development scripts', () => {
+    // The package as npm installed it from the tarball.
+    const installed = join(work, 'ioredis5', 'node_modules', 'padlock');
+    const files = (readdirSync(installed, { recursive: true, withFileTypes: true }))
+      .filter((entry) => entry.isFile())
+      .map((entry) => join(entry.parentPath, entry.name).slice(installed.length + 1));
+    const withLua = files.filter((file) => file.endsWith('.js') && readFileSync(join(installed, file), 'utf8').includes("redis.call('TIME')"));
+    assert.deepEqual(withLua, ['dist/cjs/scripts/embedded.js'], 'the embedded Lua ships once; the ES module build re-exports it');
+    assert.deepEqual(files.filter((file) => file.startsWith('src/') || file.endsWith('.map') || file.endsWith('.ts') && !file.endsWith('.d.ts')), [], 'no TypeScript sources, no source maps');
+    assert.deepEqual(files.filter((file) => file.startsWith('dist/cli/') && file.endsWith('.d.ts')), [], 'no declarations for the bin');
+    assert.ok(files.every((file) => statSync(join(installed, file)).size < 300_000), 'no file of 300 KB or more');
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as Record<string, unknown>;
+    assert.equal(manifest['scripts'], undefined, 'the development scripts (which run files not shipped) are not published');
+    assert.equal(manifest['devDependencies'], undefined);
+    assert.equal(readFileSync(join(root, 'package.json'), 'utf8').includes('"scripts"'), true, "the repository's package.json got its scripts back after npm pack");
+  });
 
   it('the padlock bin from the tarball runs the demo and exits by itself', { timeout: 120_000 }, async () => {
     const server = await startServer();

@@ -112,7 +112,7 @@ export function expectsSyntaxError(example: Example, target: Target, nodeMajor: 
 /** The set-up a `fragment` runs in: the Quick start's first lines, and closing both at the end. */
 const FRAGMENT_IMPORTS = ["import { Padlock } from 'padlock';", "import { Redis } from 'ioredis';"];
 const FRAGMENT_BEFORE = "const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');\nconst padlock = new Padlock({ redis });\ntry {";
-const FRAGMENT_AFTER = '} finally {\n  await padlock.close();\n  await redis.quit();\n}';
+const FRAGMENT_AFTER = '} finally {\n  await padlock.close();\n  redis.disconnect();\n}';
 
 const IMPORT = /^import\s+(type\s+)?\{([^}]*)\}\s+from\s+'([^']+)';$/;
 
