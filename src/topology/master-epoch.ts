@@ -17,6 +17,7 @@ import { RedisCommandError } from '../errors.js';
 import { debugEnabled, loggedConnection } from '../observability/debug-log.js';
 import type { Arg, CommandConnection } from '../redis/connection.js';
 import { defineScript, wrap, type ScriptRunner } from '../redis/script-runner.js';
+import { luaSources } from '../scripts/embedded.js';
 import type { GaveUp, ScriptCall } from './topology.js';
 
 /** A master's epoch as one check read it. */
@@ -40,34 +41,9 @@ export function markerTtlMs(longestMs: number): number {
   return Math.max(10_000, 2 * longestMs);
 }
 
-/**
- * KEYS[1] the marker. ARGV[1] `check` or `resolve`; ARGV[2] for `check` the longest lease the caller
- * knows of (recorded if longer), for `resolve` the sit-out (ms); ARGV[3] the marker's TTL (ms; never
- * less than twice the longest lease recorded);
- * ARGV[4] for `resolve` the epoch's `born` it read. Reply {0, 0, longest, born} for an unresolved epoch,
- * else {1, ms still sitting out, longest, born}.
- */
-const SOURCE = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local run = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)')
-local m = redis.call('HMGET', KEYS[1], 'run', 'born', 'until', 'longest')
-local born, untilAt, longest = tonumber(m[2]), tonumber(m[3]), tonumber(m[4]) or 0
-if m[1] ~= run or not born or not untilAt then
-  born, untilAt = now, -1
-end
-if ARGV[1] == 'resolve' then
-  if untilAt == -1 and born == tonumber(ARGV[4]) then untilAt = born + tonumber(ARGV[2]) end
-elseif tonumber(ARGV[2]) > longest then
-  longest = tonumber(ARGV[2])
-end
-redis.call('HSET', KEYS[1], 'run', run, 'born', born, 'until', untilAt, 'longest', longest)
-redis.call('PEXPIRE', KEYS[1], math.max(tonumber(ARGV[3]), 2 * longest))
-if untilAt == -1 then return {0, 0, longest, born} end
-return {1, math.max(0, untilAt - now), longest, born}
-`;
 
-export const epochScript = defineScript('redlock-epoch', SOURCE, (reply): Epoch => {
+/** The marker's check and resolve (src/scripts/redlock-epoch.lua). */
+export const epochScript = defineScript('redlock-epoch', luaSources.redlockEpoch, (reply): Epoch => {
   if (!Array.isArray(reply) || reply.length !== 4 || !reply.every((v) => typeof v === 'number')) throw new TypeError(`redlock-epoch: unexpected reply ${JSON.stringify(reply)}`);
   const [resolved, waitMs, longestMs, born] = reply as [number, number, number, number];
   return { state: resolved === 0 ? 'unresolved' : waitMs > 0 ? 'sitting' : 'ready', waitMs, longestMs, born };
