@@ -30,6 +30,7 @@ import type { Observer } from './observability/observer.js';
 import { forgetOnExit, releaseOnExit } from './shutdown.js';
 import { Liveness } from './liveness.js';
 import { Reaper } from './reaping.js';
+import { Contact } from './locks/outage.js';
 
 /**
  * Distributed locks on Redis.
@@ -118,7 +119,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
     const liveness: Liveness = new Liveness({ topology, holding: (): boolean => runtime.holds.size > 0, failed: reportError }, this.prefix, clientId, resolved.livenessMs);
     const runtime = new Runtime(watchdog, subscriber, emit, observer, liveness);
     const reaper = resolved.reapDeadHolders ? new Reaper(topology, this.prefix, reportError, (work) => runtime.track(work)) : undefined;
-    this.shared = { topology, subscriber, watchdog, runtime, clientId, prefix: this.prefix, leaseMs: this.leaseMs, emit, observer, liveness, reaper };
+    this.shared = { topology, subscriber, watchdog, runtime, clientId, prefix: this.prefix, leaseMs: this.leaseMs, emit, observer, liveness, reaper, contact: new Contact() };
     if (resolved.releaseOnExit) releaseOnExit(this);
   }
 

@@ -1,6 +1,7 @@
 /** What every lock of one Padlock shares: built once by the Padlock, handed to each lock it makes. */
 import type { Emit } from './events.js';
 import type { Liveness } from './liveness.js';
+import type { Contact } from './locks/outage.js';
 import type { Reaper } from './reaping.js';
 import type { Observer } from './observability/observer.js';
 import type { Runtime } from './runtime.js';
@@ -29,4 +30,6 @@ export interface Shared {
   readonly liveness: Liveness;
   /** With `reapDeadHolders`: checks the holders of the locks this Padlock waits for. */
   readonly reaper: Reaper | undefined;
+  /** Whether Redis ever answered this Padlock's waits: only then do they ride through an outage. */
+  readonly contact: Contact;
 }

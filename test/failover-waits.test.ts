@@ -182,4 +182,13 @@ describe('a hard failure is not ridden through', () => {
     // Ridden through, it would have tried for the whole minute.
     assert.ok(Date.now() - started < 30_000, `the wait ended after ${Date.now() - started} ms`);
   });
+
+  it('a Padlock that never reached Redis (nothing listens on the port) fails its first wait within replyTimeoutMs, not at waitMs', async () => {
+    const server = await startServer();
+    await server.kill();
+    const { padlock } = padlockOn(connect(server), {});
+    const started = Date.now();
+    await assert.rejects(padlock.mutex('failover:never').acquire({ waitMs: 60_000 }), (e: unknown) => e instanceof RedisUnavailableError);
+    assert.ok(Date.now() - started < 30_000, `the wait ended after ${Date.now() - started} ms`);
+  });
 });

@@ -21,6 +21,16 @@ export const FIRST_BACKOFF_MS = 50;
 /** The longest back-off: as long as a waiter's heartbeat, about a Cluster's node time-out. */
 export const MAX_BACKOFF_MS = 1_000;
 
+/**
+ * Whether a Padlock's waits have ever had Redis answer. Only then is a failing call an outage to
+ * ride through (a failover, a reconnect): a Redis never reached is down or misconfigured, and the
+ * first wait says so at once instead of waiting out its `waitMs`.
+ */
+export class Contact {
+  /** Some call of a wait was answered. */
+  made = false;
+}
+
 /** One wait's current outage, if any. */
 export class Outage {
   /** When the first failed call of the current outage was sent (monotonic); undefined while Redis answers. */
@@ -28,10 +38,14 @@ export class Outage {
   #failures = 0;
   #last: Error | undefined;
 
-  constructor(private readonly scope: WaitScope) {}
+  constructor(
+    private readonly scope: WaitScope,
+    private readonly contact: Contact,
+  ) {}
 
   /** Redis answered a call: any outage is over. */
   answered(): void {
+    this.contact.made = true;
     this.#since = undefined;
     this.#failures = 0;
     this.#last = undefined;
@@ -56,7 +70,7 @@ export class Outage {
    */
   async pause(error: unknown, sentAt: number): Promise<void> {
     const { scope } = this;
-    if (scope.waitMs === 0 || !isTransient(error)) throw error;
+    if (scope.waitMs === 0 || !this.contact.made || !isTransient(error)) throw error;
     this.#since ??= sentAt;
     this.#last = error as Error; // isTransient: a RedisUnavailableError
     this.#failures++;

@@ -101,7 +101,7 @@ export abstract class QueuedLock extends Lock {
       if (ended === 'waiting') lateHoldCount = late.holdCount;
       else if (ended === 'failed' || late.fence !== ended.fence) this.giveBack(owner, late.holdCount);
     };
-    const outage = new Outage(scope);
+    const outage = new Outage(scope, this.shared.contact);
     const endWait = liveness.beginWait();
     try {
       // While this client already listens (other local waiters), join the queue at once; a call
