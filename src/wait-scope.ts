@@ -79,7 +79,8 @@ export class WaitScope {
 
   /** The error for running out of time. */
   timeout(): LockTimeoutError {
-    return new LockTimeoutError(this.lock, this.waitedMs, this.#calledFrom);
+    // Node's timers may fire a fraction of a millisecond before the monotonic clock says waitMs passed.
+    return new LockTimeoutError(this.lock, this.waitMs === Infinity ? this.waitedMs : Math.max(this.waitedMs, this.waitMs), this.#calledFrom);
   }
 
   /** Throws the abort reason if the scope is over. */
