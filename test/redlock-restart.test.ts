@@ -32,6 +32,17 @@ async function redlock(): Promise<Padlock> {
   return padlock;
 }
 
+/** Tries `name` through `other` every 100 ms until shortly before `leaseEnds`: never granted. */
+async function assertNoSecondHolder(other: Padlock, name: string, leaseEnds: number): Promise<void> {
+  let tries = 0;
+  while (monotonicNow() < leaseEnds - 200) {
+    assert.equal(await other.mutex(name).tryAcquire(), null, 'a second holder got the lock while the first lease lives');
+    tries++;
+    await delay(100);
+  }
+  assert.ok(tries >= 5, `tried ${tries} times`);
+}
+
 /** Kills the masters at `indexes` and starts them again, empty (no persistence). */
 async function restartEmpty(indexes: readonly number[]): Promise<void> {
   await Promise.all(indexes.map((i) => masters[i]!.kill()));
@@ -53,13 +64,7 @@ describe('Redlock: masters that lost their data', () => {
     const other = await redlock();
     // A waiter too: it must not be served before the holder's lease ran out.
     const waiting = (await redlock()).mutex(name).acquire({ waitMs: 30_000 }).then((lease) => ({ lease, heldBefore: holder.isHeld }));
-    let tries = 0;
-    while (monotonicNow() < leaseEnds - 200) {
-      assert.equal(await other.mutex(name).tryAcquire(), null, 'a second holder got the lock while the first lease lives');
-      tries++;
-      await delay(100);
-    }
-    assert.ok(tries >= 5, `tried ${tries} times`);
+    await assertNoSecondHolder(other, name, leaseEnds);
     const { lease, heldBefore } = await waiting;
     assert.equal(heldBefore, false, 'the waiter was served only once the first lease had run out');
     assert.ok(lease.fence > holder.fence, 'with a greater fence');
@@ -83,13 +88,7 @@ describe('Redlock: masters that lost their data', () => {
     await restartEmpty([0, 1, 2]);
     await Promise.all([0, 1, 2].map((i) => admins[i]!.hset(marker, copies[i]!)));
     const other = await redlock();
-    let tries = 0;
-    while (monotonicNow() < leaseEnds - 200) {
-      assert.equal(await other.mutex(name).tryAcquire(), null, 'a second holder got the lock while the first lease lives');
-      tries++;
-      await delay(100);
-    }
-    assert.ok(tries >= 5, `tried ${tries} times`);
+    await assertNoSecondHolder(other, name, leaseEnds);
     const lease = await other.mutex(name).acquire({ waitMs: 30_000 });
     assert.equal(holder.isHeld, false);
     await lease.release();
