@@ -1,5 +1,6 @@
 /**
- * Each client library's own ways, beyond the behaviour suites (which run whole on every client:
+ * Each client library's own ways, beyond the behaviour suites (which run whole on every client on
+ * the single server, and with one client of each adapter family on Sentinel and Cluster:
  * ./harness/suite.ts): its errors map to padlock's exactly as ioredis's do (a reply error to
  * `RedisCommandError`, NOSCRIPT to the one EVAL re-send, a closed or failed connection to
  * `RedisUnavailableError`, each with the client's error as `cause`); replica acknowledgement (WAIT
