@@ -3,26 +3,17 @@
  * frozen) costs a held lock nothing, and a round decides as soon as the masters that answered decide
  * it — a release does not wait for the silent ones' time-out, and close() waits for their calls.
  */
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Redis } from 'ioredis';
-import type { RedisServer } from '../src/devserver/redis-server.js';
 import { lockKeys } from '../src/keys.js';
 import { Padlock } from '../src/index.js';
 import type { PadlockOptions } from '../src/options.js';
 import { monotonicNow } from '../src/clock.js';
 import type { Redlock } from '../src/topology/redlock.js';
-import { connect, delay, eventually, startServers } from './harness/redis.js';
+import { connect, delay, eventually, useMasters } from './harness/redis.js';
 import { holdsOf } from './harness/lock-state.js';
 
-let masters: RedisServer[];
-let admins: Redis[];
-const padlocks: Padlock[] = [];
-before(async () => {
-  masters = await startServers(5);
-  admins = masters.map((m) => connect(m));
-});
-after(() => Promise.all(padlocks.map((p) => p.close())));
+const { masters, admins, padlocks } = useMasters(5);
 
 /** A Padlock over all five masters, each through a client of its own, connected (the short per-master time-out of a 1 s lease is not for connecting). */
 async function redlock(options: Omit<PadlockOptions, 'redis'> = {}): Promise<Padlock> {

@@ -3,25 +3,16 @@
  * count — until the longest lease it might have granted has passed (docs/protocol.md, "A master that
  * lost its data"). Every Padlock here uses a 4 s lease, so the longest lease known is 4 s.
  */
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Redis } from 'ioredis';
-import type { RedisServer } from '../src/devserver/redis-server.js';
 import { lockKeys } from '../src/keys.js';
 import { Padlock } from '../src/index.js';
 import { monotonicNow } from '../src/clock.js';
-import { connect, delay, startServers } from './harness/redis.js';
+import { connect, delay, useMasters } from './harness/redis.js';
 import { holdsOf } from './harness/lock-state.js';
 
 const LEASE_MS = 4_000;
-let masters: RedisServer[];
-let admins: Redis[];
-const padlocks: Padlock[] = [];
-before(async () => {
-  masters = await startServers(5);
-  admins = masters.map((m) => connect(m));
-});
-after(() => Promise.all(padlocks.map((p) => p.close())));
+const { masters, admins, padlocks } = useMasters(5);
 
 /** A Padlock over all five masters (4 s lease), each through a connected client of its own. */
 async function redlock(): Promise<Padlock> {

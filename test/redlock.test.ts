@@ -3,26 +3,17 @@
  * loopback. A lock needs a majority; it survives the loss of a minority, fails typed without a
  * majority (leaving nothing behind), and its fences increase across overlapping majorities.
  */
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Redis } from 'ioredis';
-import type { RedisServer } from '../src/devserver/redis-server.js';
 import { lockKeys } from '../src/keys.js';
 import { LockLostError, Padlock, PadlockOptionError, QuorumError, type Lease } from '../src/index.js';
 import type { PadlockOptions } from '../src/options.js';
 import { MutexProtocol } from '../src/locks/mutex-protocol.js';
 import { enqueueScript, type AcquireReply } from '../src/scripts/index.js';
-import { connect, delay, eventually, runCall, startServers } from './harness/redis.js';
+import { connect, delay, eventually, runCall, useMasters } from './harness/redis.js';
 import { holdsOf, isHeld, queuedOwners, readLock } from './harness/lock-state.js';
 
-let masters: RedisServer[];
-let admins: Redis[];
-const padlocks: Padlock[] = [];
-before(async () => {
-  masters = await startServers(5);
-  admins = masters.map((m) => connect(m));
-});
-after(() => Promise.all(padlocks.map((p) => p.close())));
+const { masters, admins, padlocks } = useMasters(5);
 
 /** A Padlock over all five masters, each through a client of its own. */
 function redlock(options: Omit<PadlockOptions, 'redis'> = {}): Padlock {

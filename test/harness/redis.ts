@@ -2,7 +2,7 @@
  * Test harness: real redis-server processes on free loopback ports, ioredis clients that are
  * closed after the file's tests, and a guard that fails the file on any unhandled rejection.
  */
-import { after } from 'node:test';
+import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import { startRedisServer, type RedisServer, type RedisServerOptions } from '../../src/devserver/redis-server.js';
@@ -35,6 +35,20 @@ export async function startServer(options?: RedisServerOptions): Promise<RedisSe
 /** Starts `n` independent servers (Redlock). */
 export function startServers(n: number): Promise<RedisServer[]> {
   return Promise.all(Array.from({ length: n }, () => startServer()));
+}
+
+/**
+ * A Redlock set for a test file: `n` independent masters started before its tests, an ioredis admin
+ * client to each, and a list of Padlocks closed after them. The arrays are filled in place.
+ */
+export function useMasters(n: number): { readonly masters: RedisServer[]; readonly admins: Redis[]; readonly padlocks: Padlock[] } {
+  const set = { masters: [] as RedisServer[], admins: [] as Redis[], padlocks: [] as Padlock[] };
+  before(async () => {
+    set.masters.push(...(await startServers(n)));
+    set.admins.push(...set.masters.map((m) => connect(m)));
+  });
+  after(() => Promise.all(set.padlocks.map((p) => p.close())));
+  return set;
 }
 
 /** An ioredis client to `server`, disconnected after this file's tests. */
