@@ -30,9 +30,10 @@ export interface Epoch {
 }
 
 /**
- * How long a marker lives after the last round that touched it: twice the longest lease recorded
- * (the script never sets less), so it outlives every hold a round touching it could have granted.
- * Markers that all ran out mean no lock granted on the set can still be held: a first use again.
+ * The TTL a marker is given: twice the longest lease recorded (the script never sets less), set
+ * when the marker changes and again once half of it ran. After any round that touched it, a marker
+ * so lives at least the longest lease: longer than every hold that round could have granted or
+ * renewed. Markers that all ran out mean no lock granted on the set can still be held: a first use again.
  */
 export function markerTtlMs(longestMs: number): number {
   return Math.max(10_000, 2 * longestMs);
