@@ -21,13 +21,15 @@
  * script logic adds on the masters from the time any script that takes the lock would take. On one
  * core shared by the masters, each master's script time adds to the next one's wait.
  * Last, the time each master spends in one script call (SLOWLOG with no threshold on one master, a
- * short phase after the rounds): acquire.lua against that two-command script.
+ * short phase after the rounds): acquire.lua with the epoch check (one script on a Redlock master)
+ * against that two-command script.
  * Benchmark-only instrumentation: it recognises padlock's scripts by their SHA1.
  */
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { Padlock } from '../src/index.js';
 import { acquireScript, raiseFenceScript } from '../src/scripts/index.js';
+import { checkedScript } from '../src/topology/master-epoch.js';
 import { mean, nowMs, percentile, sorted } from './stats.js';
 
 /** One step of the acquire, or one floor: its p50 and mean (means add up to the total's). */
@@ -53,7 +55,7 @@ export interface Anatomy {
   readonly single: AnatomyRow;
   readonly singleSteps: readonly AnatomyRow[];
   readonly floors: readonly AnatomyRow[];
-  /** µs one master spends in one call (SLOWLOG): acquire.lua, and the two-command floor script. */
+  /** µs one master spends in one call (SLOWLOG): acquire.lua with the epoch check, and the two-command floor script. */
   readonly serverMicros: { readonly acquire: number; readonly twoCommands: number; readonly samples: number };
 }
 
@@ -72,6 +74,8 @@ interface Traced {
 }
 
 let trace: Traced[] | undefined;
+/** What a Redlock master runs for an acquire: acquire.lua followed by the epoch check, as one script. */
+const checkedAcquireSha = checkedScript(acquireScript).sha;
 let installed = false;
 
 function installTracer(): void {
@@ -146,7 +150,7 @@ export async function redlockAnatomy(single: string, masters: readonly string[],
     await lease.release();
     const calls = trace;
     trace = undefined;
-    const asked = calls.filter((c) => c.sha === acquireScript.sha);
+    const asked = calls.filter((c) => c.sha === checkedAcquireSha);
     const lastSent = Math.max(...asked.map((c) => c.sent));
     const granted = [...asked].sort((a, b) => a.replied - b.replied).slice(0, quorum);
     const majorityAt = granted[granted.length - 1]?.replied ?? Number.NaN;
@@ -234,7 +238,7 @@ export async function redlockAnatomy(single: string, masters: readonly string[],
       single: singleAcquire.row(),
       singleSteps: [singleSending, singleRound, singleReturning].map((s) => s.row()),
       floors: [ping, pingMajority, pingAll, handing, twoCommands].map((s) => s.row()),
-      serverMicros: await serverMicros(pingClients[0], [traceOne, getSetRound], acquireScript.sha, getSetSha),
+      serverMicros: await serverMicros(pingClients[0], [traceOne, getSetRound], checkedAcquireSha, getSetSha),
     };
   } finally {
     trace = undefined;
@@ -245,7 +249,7 @@ export async function redlockAnatomy(single: string, masters: readonly string[],
 }
 
 /**
- * The µs one master spends in one call of acquire.lua and of the floor script (p50 of SLOWLOG
+ * The µs one master spends in one call of acquire.lua with the epoch check and of the floor script (p50 of SLOWLOG
  * entries, logged with no threshold while `runs` alternate 300 times). The master's SLOWLOG
  * settings are put back after.
  */

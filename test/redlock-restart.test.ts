@@ -8,7 +8,9 @@ import assert from 'node:assert/strict';
 import { lockKeys } from '../src/keys.js';
 import { Padlock } from '../src/index.js';
 import { monotonicNow } from '../src/clock.js';
-import { connect, delay, eventually, useMasters } from './harness/redis.js';
+import { acquireScript } from '../src/scripts/index.js';
+import { checkedScript, epochScript } from '../src/topology/master-epoch.js';
+import { commandCalls, connect, delay, eventually, useMasters } from './harness/redis.js';
 import { holdsOf } from './harness/lock-state.js';
 
 const LEASE_MS = 4_000;
@@ -45,6 +47,34 @@ describe('Redlock: masters that lost their data', () => {
     const lease = await (await redlock()).mutex('rlr:first').tryAcquire();
     assert.ok(lease !== null, 'the very first attempt on new masters is granted');
     await lease.release();
+  });
+
+  it('an attempt runs one script on each master, its epoch check inside; a check that changes nothing writes nothing', async () => {
+    const padlock = await redlock();
+    const warm = await padlock.mutex('rlr:cost:warm').acquire();
+    await warm.release();
+    const writes = (): Promise<number[]> => Promise.all(admins.map(async (a) => (await commandCalls(a, 'hset')) + (await commandCalls(a, 'pexpire'))));
+    const before = await writes();
+    await Promise.all(admins.map(async (a) => {
+      await a.config('SET', 'slowlog-log-slower-than', '0');
+      await a.slowlog('RESET');
+    }));
+    try {
+      const lease = await padlock.mutex('rlr:cost').acquire();
+      type Entry = [number, number, number, string[]];
+      const shas = async (): Promise<string[][]> => Promise.all(admins.map(async (a) => ((await a.slowlog('GET', 1_000)) as Entry[]).flatMap(([, , , args]) => (args[0]?.toLowerCase() === 'evalsha' ? [String(args[1])] : []))));
+      const attempt = checkedScript(acquireScript).sha;
+      // The acquire returns once a majority granted: the other masters' answers may still be on their way.
+      assert.ok(await eventually(async () => (await shas()).every((s) => s.includes(attempt))), 'every master ran the attempt with its check');
+      for (const [i, sent] of (await shas()).entries()) {
+        assert.equal(sent.filter((sha) => sha === attempt).length, 1, `master ${i}: one attempt`);
+        assert.equal(sent.filter((sha) => sha === epochScript.sha || sha === acquireScript.sha).length, 0, `master ${i}: no check (or attempt) of its own`);
+      }
+      await lease.release();
+    } finally {
+      await Promise.all(admins.map((a) => a.config('SET', 'slowlog-log-slower-than', '10000')));
+    }
+    assert.deepEqual(await writes(), before, 'no master wrote its marker (HSET, PEXPIRE): nothing had changed');
   });
 
   it('3 of 5 restarted empty while a lock with 4 s left is held: no second holder while that lease lives; served again afterwards', async () => {

@@ -6,21 +6,32 @@
   less than twice the longest lease recorded);
   ARGV[4] for `resolve` the epoch's `born` it read. Reply {0, 0, longest, born} for an unresolved epoch,
   else {1, ms still sitting out, longest, born}.
+  A check that changes nothing (the common case: this process's resolved epoch, no longer lease)
+  writes nothing, and lengthens the marker's life only once half of it has run: it then still lives
+  at least the longest lease recorded, longer than any hold the caller's round can grant.
 ]]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local run = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)')
 local m = redis.call('HMGET', KEYS[1], 'run', 'born', 'until', 'longest')
 local born, untilAt, longest = tonumber(m[2]), tonumber(m[3]), tonumber(m[4]) or 0
+local changed = false
 if m[1] ~= run or not born or not untilAt then
-  born, untilAt = now, -1
+  born, untilAt, changed = now, -1, true
 end
 if ARGV[1] == 'resolve' then
-  if untilAt == -1 and born == tonumber(ARGV[4]) then untilAt = born + tonumber(ARGV[2]) end
+  if untilAt == -1 and born == tonumber(ARGV[4]) then
+    untilAt, changed = born + tonumber(ARGV[2]), true
+  end
 elseif tonumber(ARGV[2]) > longest then
-  longest = tonumber(ARGV[2])
+  longest, changed = tonumber(ARGV[2]), true
 end
-redis.call('HSET', KEYS[1], 'run', run, 'born', born, 'until', untilAt, 'longest', longest)
-redis.call('PEXPIRE', KEYS[1], math.max(tonumber(ARGV[3]), 2 * longest))
+local ttl = math.max(tonumber(ARGV[3]), 2 * longest)
+if changed then
+  redis.call('HSET', KEYS[1], 'run', run, 'born', born, 'until', untilAt, 'longest', longest)
+  redis.call('PEXPIRE', KEYS[1], ttl)
+elseif redis.call('PTTL', KEYS[1]) < ttl / 2 then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+end
 if untilAt == -1 then return {0, 0, longest, born} end
 return {1, math.max(0, untilAt - now), longest, born}

@@ -9,14 +9,11 @@
  * -1 while nobody has said yet) and the longest lease any client asked of the set (`longest`). The
  * marker lives in the same dataset as the grants: whatever loses a grant loses the marker too, or
  * leaves one that another process wrote (another `run_id`). Either way the master starts a new epoch.
- * The check runs in the same round trip as the grant, after it, on the same connection, so it reads
- * the process that made the grant (a NOSCRIPT answer, which a fresh process gives, makes it run
- * again after the grant is sent again).
+ * The check runs in the same script as the grant, after it, so it reads the process that made the
+ * grant.
  */
-import { RedisCommandError } from '../errors.js';
-import { debugEnabled, loggedConnection } from '../observability/debug-log.js';
-import type { Arg, CommandConnection } from '../redis/connection.js';
-import { defineScript, wrap, type ScriptRunner } from '../redis/script-runner.js';
+import type { Arg } from '../redis/connection.js';
+import { defineScript, type Script, type ScriptRunner } from '../redis/script-runner.js';
 import { luaSources } from '../scripts/embedded.js';
 import type { GaveUp, ScriptCall } from './topology.js';
 
@@ -33,9 +30,10 @@ export interface Epoch {
 }
 
 /**
- * How long a marker lives after the last round that touched it: twice the longest lease recorded
- * (the script never sets less), so it outlives every hold a round touching it could have granted.
- * Markers that all ran out mean no lock granted on the set can still be held: a first use again.
+ * The TTL a marker is given: twice the longest lease recorded (the script never sets less), set
+ * when the marker changes and again once half of it ran. After any round that touched it, a marker
+ * so lives at least the longest lease: longer than every hold that round could have granted or
+ * renewed. Markers that all ran out mean no lock granted on the set can still be held: a first use again.
  */
 export function markerTtlMs(longestMs: number): number {
   return Math.max(10_000, 2 * longestMs);
@@ -49,7 +47,7 @@ export const epochScript = defineScript('redlock-epoch', luaSources.redlockEpoch
   return { state: resolved === 0 ? 'unresolved' : waitMs > 0 ? 'sitting' : 'ready', waitMs, longestMs, born };
 });
 
-/** The check a round sends after its call: records `longestMs` and reads the epoch. */
+/** The check a round runs after its call: records `longestMs` and reads the epoch. */
 export function checkArgs(longestMs: number): Arg[] {
   return ['check', longestMs, markerTtlMs(longestMs)];
 }
@@ -59,41 +57,51 @@ export function resolveArgs(epoch: Epoch, sitOutMs: number, longestMs: number): 
   return ['resolve', Math.ceil(sitOutMs), markerTtlMs(longestMs), epoch.born];
 }
 
+/** A call's reply and the epoch of the process that ran it. */
+export interface Checked<Result> {
+  readonly value: Result;
+  readonly epoch: Epoch;
+}
+
+/** How many arguments of a checked call are the check's (they come first: see {@link checkedScript}). */
+const CHECK_ARGS = 3;
+
+const checkedScripts = new Map<Script<unknown>, Script<Checked<unknown>>>();
+
 /**
- * Sends `call`, then the epoch check, in one round trip on one connection: the check reads the
- * process that ran the call. When the call had to be sent again by its source (NOSCRIPT: a process
- * whose script cache is empty, such as one just restarted), the check is sent again after it.
+ * `script` followed by the epoch check, as one script: KEYS are the marker and then `script`'s own,
+ * ARGV the check's three ({@link checkArgs}) and then `script`'s own. Each part runs as a function
+ * whose parameters `KEYS` and `ARGV` are its own slices (they hide the globals of those names), so
+ * `script`'s source runs unchanged. The check so reads the very process that ran the call, in the
+ * same atomic step, and a master costs one command, one write and one script run per attempt.
  */
-export async function sendChecked<Result>(runner: ScriptRunner, connection: CommandConnection, call: ScriptCall<Result>, marker: string, check: readonly Arg[], gaveUp?: GaveUp): Promise<{ readonly value: Result; readonly epoch: Epoch }> {
-  const isReply = (error: unknown): boolean => connection.isReplyError(error);
-  // NODE_DEBUG=padlock logs these commands too, as the runner logs its own.
-  const pipe = debugEnabled ? loggedConnection(connection) : connection;
-  let settled: Awaited<ReturnType<CommandConnection['evalshaMany']>>;
-  try {
-    settled = await pipe.evalshaMany([
-      { sha: call.script.sha, keys: call.keys, args: call.args },
-      { sha: epochScript.sha, keys: [marker], args: check },
-    ]);
-  } catch (error) {
-    throw wrap(error, call.lock, isReply);
-  }
-  const [first, second] = settled;
-  if (first === undefined || second === undefined) throw wrap(new Error('the pipelined call was discarded'), call.lock, isReply);
-  if (first.error !== null) {
-    if (!(isReply(first.error) && /NOSCRIPT/.test(first.error.message))) throw wrap(first.error, call.lock, isReply);
-    const value = await runner.send(call.script, call.keys, call.args, call.lock, gaveUp);
-    return { value, epoch: await runner.send(epochScript, [marker], check, call.lock) };
-  }
-  let value: Result;
-  try {
-    value = call.script.parse(first.reply);
-  } catch (error) {
-    throw new RedisCommandError(call.lock, error);
-  }
-  if (second.error !== null) return { value, epoch: await runner.send(epochScript, [marker], check, call.lock) };
-  try {
-    return { value, epoch: epochScript.parse(second.reply) };
-  } catch (error) {
-    throw new RedisCommandError(call.lock, error);
-  }
+export function checkedScript<Result>(script: Script<Result>): Script<Checked<Result>> {
+  const known = checkedScripts.get(script);
+  if (known !== undefined) return known as Script<Checked<Result>>;
+  const source = [
+    `-- ${script.name}, then the Redlock epoch check (src/topology/master-epoch.ts).`,
+    'local call_keys, call_args = {}, {}',
+    'for i = 2, #KEYS do call_keys[i - 1] = KEYS[i] end',
+    `for i = ${CHECK_ARGS + 1}, #ARGV do call_args[i - ${CHECK_ARGS}] = ARGV[i] end`,
+    'local reply = (function(KEYS, ARGV)',
+    script.source,
+    'end)(call_keys, call_args)',
+    // A nil would end the reply's array early: Redis reads false as a nil reply.
+    'if reply == nil then reply = false end',
+    'local epoch = (function(KEYS, ARGV)',
+    luaSources.redlockEpoch,
+    `end)({KEYS[1]}, {${Array.from({ length: CHECK_ARGS }, (_, i) => `ARGV[${i + 1}]`).join(', ')}})`,
+    'return {reply, epoch}',
+  ].join('\n');
+  const checked = defineScript(`${script.name}+redlock-epoch`, source, (reply): Checked<Result> => {
+    if (!Array.isArray(reply) || reply.length !== 2) throw new TypeError(`${script.name}+redlock-epoch: unexpected reply ${JSON.stringify(reply)}`);
+    return { value: script.parse(reply[0]), epoch: epochScript.parse(reply[1]) };
+  });
+  checkedScripts.set(script, checked);
+  return checked;
+}
+
+/** Runs `call` and the epoch check in one script on one master ({@link checkedScript}). */
+export function sendChecked<Result>(runner: ScriptRunner, call: ScriptCall<Result>, marker: string, check: readonly Arg[], gaveUp?: GaveUp): Promise<Checked<Result>> {
+  return runner.send(checkedScript(call.script), [marker, ...call.keys], [...check, ...call.args], call.lock, gaveUp);
 }

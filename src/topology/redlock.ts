@@ -331,7 +331,7 @@ export class Redlock implements Topology {
    */
   async #ask<Result>(node: Master, call: ScriptCall<Result>, ms: number, gaveUp?: GaveUp): Promise<Answer<Result>> {
     node.evictions.check(call.keys); // once per master: beside this call, never before it
-    const checked = this.#checks(call) ? sendChecked(node.runner, node.connection, call, this.#marker, checkArgs(this.#longestOf(call)), gaveUp) : undefined;
+    const checked = this.#checks(call) ? sendChecked(node.runner, call, this.#marker, checkArgs(this.#longestOf(call)), gaveUp) : undefined;
     const sent = checked === undefined ? node.runner.send(call.script, call.keys, call.args, call.lock, gaveUp) : checked.then((c) => c.value);
     const owner = isAttempt(call.script) ? String(call.args[0]) : undefined;
     // Read as the reply comes, before the next reply of that master (which may be the later attempt's) is handled.
