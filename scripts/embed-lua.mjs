@@ -2,7 +2,10 @@
 // header comment, the helper definitions (the `local function`s and `local` constants of
 // src/scripts/_*.lua) it uses, and the ones those use, dependencies first: a script carries only
 // what it calls. Redis runs a script's whole chunk on every call, so each definition it carries is
-// a closure made, and collected, per call. The output is generated, not committed.
+// a closure made, and collected, per call: a script with a fast path for its common case marks,
+// with a line `-- @helpers`, where the definitions its fast path above does not use go, so that a
+// call the fast path answers never makes them (the ones the fast path uses go before it). The
+// output is generated, not committed.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -65,14 +68,26 @@ function definitionsFor(text, included = [], visiting = new Set()) {
   return included;
 }
 
+/** The line of a script after which the helpers its fast path (above it) does not use are defined. */
+const HELPERS_MARKER = '-- @helpers\n';
+
 const entries = [];
 for (const file of files.filter((f) => !f.startsWith('_'))) {
   const text = readFileSync(join(dir, file), 'utf8');
   const end = text.indexOf(']]\n');
   if (!text.startsWith('--[[') || end < 0) throw new Error(`${file}: a script must start with a --[[ ... ]] header`);
   const body = text.slice(end + 3);
-  const prelude = definitionsFor(body).map((u) => u.text).join('');
-  const source = text.slice(0, end + 3) + prelude + body;
+  const marker = body.indexOf(HELPERS_MARKER);
+  let source;
+  if (marker < 0) {
+    source = text.slice(0, end + 3) + definitionsFor(body).map((u) => u.text).join('') + body;
+  } else {
+    const fast = body.slice(0, marker);
+    const rest = body.slice(marker + HELPERS_MARKER.length);
+    const early = definitionsFor(fast);
+    const late = definitionsFor(rest, [...early]).slice(early.length);
+    source = text.slice(0, end + 3) + early.map((u) => u.text).join('') + fast + late.map((u) => u.text).join('') + rest;
+  }
   const id = file.replace(/\.lua$/, '').replace(/-([a-z])/g, (_, c) => c.toUpperCase());
   entries.push(`  ${id}: ${JSON.stringify(source)},`);
 }

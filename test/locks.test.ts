@@ -181,6 +181,25 @@ for (const factory of TOPOLOGIES) {
             assert.deepEqual(await runCall(admin, protocol.release(owner, 1)), { status: 'not-held' }, 'a new release finds nothing');
           }
         });
+
+        it('a free lock is taken at exactly the next fence after its tombstone, across a carry too, and freed to a tombstone that keeps it', async () => {
+          // The scripts sent by hand on each copy of the data, each from a tombstone written here.
+          for (const admin of topology.readers()) {
+            const keys = lockKeys('padlock', `fence:carry:${kind}`);
+            const protocol = new MutexProtocol(keys, kind === 'mutex' ? 'mutex' : 'fair', 'client');
+            for (const [last, next] of [['1799999999999999', 1_800_000_000_000_000], ['1800000000000000', 1_800_000_000_000_001], ['1800000000000008', 1_800_000_000_000_009]] as const) {
+              await admin.set(keys.lock, `${last}||0|| r1 `, 'PX', 60_000);
+              const owner = `${next}`.padStart(32, 'a');
+              const taken = await runCall(admin, protocol.attempt(owner, 10_000, 'try', 1_000));
+              assert.deepEqual(taken, { status: 'acquired', fence: next, holdCount: 1, pttl: 10_000 }, `after ${last}`);
+              assert.deepEqual(await readLock(admin, keys.lock), { fence: next, owner, count: 1, clients: 'client', log: ' r1 ' });
+              assert.deepEqual(await runCall(admin, protocol.release(owner, 1)), { status: 'released', remaining: 0 });
+              const tombstone = await readLock(admin, keys.lock);
+              assert.ok(tombstone?.fence === next && tombstone.count === 0 && tombstone.owner === '', `the tombstone keeps the fence: ${JSON.stringify(tombstone)}`);
+              assert.match(tombstone.log, /^ \S+ r1 $/, 'and the request log, with the release id added');
+            }
+          }
+        });
       });
 
       describe(`${kind}: waiting, aborting, closing`, () => {

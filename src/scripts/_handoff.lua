@@ -10,13 +10,17 @@
 -- (the woken waiter, beaten to it, rejoins at the head with enqueue.lua's 'head'); false. So is no
 -- waiter.
 -- `publish` is 'SPUBLISH' on a Cluster (the message stays on the slot's shard), else 'PUBLISH'.
-local function hand_off(lock, state, queue, channel, publish)
+-- `first`: the queue's head, when the caller has popped it already (nil: none popped).
+local function hand_off(lock, state, queue, channel, publish, first)
   local now
   local freed_by = state and state.owner or ''
+  local head = first
   while true do
-    local head = redis.call('LPOP', queue)
     if not head then
-      return false
+      head = redis.call('LPOP', queue)
+      if not head then
+        return false
+      end
     end
     local waiter = parse_entry(head)
     now = now or server_now()
@@ -31,13 +35,14 @@ local function hand_off(lock, state, queue, channel, publish)
       redis.call(publish, channel .. ':' .. waiter.client, waiter.owner .. ' ' .. fence .. ' ' .. pttl .. ' ' .. waiter.expiry)
       return true
     end
+    head = nil
   end
 end
 
 -- Frees a lock whose last hold is gone: hands it to, or wakes, the queue's first live waiter;
--- unless handed over, leaves the tombstone (fence and request log kept).
-local function free_lock(lock, state, queue, channel, publish)
-  if not hand_off(lock, state, queue, channel, publish) then
+-- unless handed over, leaves the tombstone (fence and request log kept). `first`: as hand_off's.
+local function free_lock(lock, state, queue, channel, publish, first)
+  if not hand_off(lock, state, queue, channel, publish, first) then
     tombstone(lock, state)
   end
 end

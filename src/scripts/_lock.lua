@@ -8,13 +8,13 @@
 -- dead (its liveness key gone: reap.lua).
 -- A fence is kept as its decimal text: a µs count since 1970 (about 1.8e15) is exact in a Lua
 -- number and in JavaScript, but Lua's own number-to-text conversion would round it.
-local FENCE_RETENTION_MS = 3600000
+-- As text: Redis is handed it as is, where a Lua number would be formatted (printf) on every call.
+local FENCE_RETENTION_MS = '3600000'
 local LOG_ENTRIES = 16
 local MAX_CLIENTS = 8
 
--- The lock's state, or nil when the key is missing.
-local function read_lock(key)
-  local value = redis.call('GET', key)
+-- The lock's state from its key's value as GET read it (false: the key is missing, then nil).
+local function parse_lock(key, value)
   if not value then
     return nil
   end
@@ -23,6 +23,22 @@ local function read_lock(key)
     error({err = 'WRONGTYPE the lock key ' .. key .. ' holds a value padlock did not write'})
   end
   return {fence = fence, owner = owner, count = tonumber(count), clients = clients, log = log}
+end
+
+-- The lock's state, or nil when the key is missing.
+local function read_lock(key)
+  return parse_lock(key, redis.call('GET', key))
+end
+
+-- The fence after `fence` (decimal text, not '0'), as text: its last digit raised when it is not
+-- a 9 (no number conversion, which for a 16-digit fence costs Redis a multi-precision parse and a
+-- printf), else by arithmetic.
+local function fence_after(fence)
+  local last = string.byte(fence, -1)
+  if last < 57 then
+    return string.sub(fence, 1, -2) .. string.char(last + 1)
+  end
+  return string.format('%.0f', tonumber(fence) + 1)
 end
 
 -- Writes `state` with a lease of `ms` (nil: the key keeps its expiry).
@@ -42,6 +58,9 @@ end
 -- more than that (docs/protocol.md, "Fences").
 local function next_fence(state, proposed)
   local floor = proposed or 0
+  if floor <= 0 and state and state.fence ~= '0' then
+    return fence_after(state.fence)
+  end
   local last = state and tonumber(state.fence) or 0
   if last == 0 and floor <= 0 then
     local t = redis.call('TIME')

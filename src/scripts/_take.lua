@@ -9,9 +9,15 @@
 -- 'mutex' owner takes a free lock whoever is queued (barging). A fresh hold gets the next fence
 -- (`proposed`: see next_fence) and exactly its lease, and records its client; the owner leaves the
 -- queue if it was in it (`place`: its place there, see _queue.lua; nil for a first try, which is in
--- no queue and is spared the look).
-local function take(lock, queue, owner, lease, kind, proposed, client, place)
-  local state = read_lock(lock)
+-- no queue and is spared the look). `value`: the lock key's value, when the caller has read it
+-- already (false: no key); nil to have it read here.
+local function take(lock, queue, owner, lease, kind, proposed, client, place, value)
+  local state
+  if value == nil then
+    state = read_lock(lock)
+  else
+    state = parse_lock(lock, value)
+  end
   if state and state.count > 0 then
     if state.owner == owner then
       drop_holder_entry(queue, place)

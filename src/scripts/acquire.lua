@@ -11,7 +11,21 @@
   waiter ahead, its tombstone's or -2; holder and clients: the current hold's owner and clients,
   '' when none).
 ]]
+local lock, kind = KEYS[1], ARGV[3]
+local value = redis.call('GET', lock)
+-- The common case, with the fewest steps: the lock free (its tombstone there), no fence proposed,
+-- and for a fair lock nobody queued. The hold is written from the tombstone's text (next fence,
+-- its request log kept), the same hold take() below would write.
+if value and ARGV[4] == '0' and (kind == 'mutex' or kind == 'fair') then
+  local fence, count, log = string.match(value, '^(%d+)|[^|]*|(%d+)|[^|]*|(.*)$')
+  if count == '0' and fence ~= '0' and (kind == 'mutex' or not redis.call('LINDEX', KEYS[2], 0)) then
+    fence = fence_after(fence)
+    redis.call('SET', lock, fence .. '|' .. ARGV[1] .. '|1|' .. ARGV[5] .. '|' .. log, 'PX', ARGV[2])
+    return {1, tonumber(fence), 1, tonumber(ARGV[2])}
+  end
+end
+-- @helpers
 -- A try is a fresh owner's first call (a wait queues with enqueue.lua after it, never before):
 -- the owner is in no queue, so take() need not look for it there.
-local taken, state = take(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5], nil)
-return taken or busy(KEYS[1], state)
+local taken, state = take(lock, KEYS[2], ARGV[1], tonumber(ARGV[2]), kind, tonumber(ARGV[4]), ARGV[5], nil, value)
+return taken or busy(lock, state)
