@@ -55,7 +55,8 @@ describe('Redlock over 5 masters', () => {
     assert.equal(inner.holdCount, 2);
     await inner.release();
     await lease.release();
-    assert.deepEqual(await holdersOf('rl:basic', lease.owner), []);
+    // A release returns once a majority released; the rest finish in the background, soon.
+    assert.ok(await eventually(async () => (await holdersOf('rl:basic', lease.owner)).length === 0), 'released on every master');
     assert.equal(await other.mutex('rl:basic').isLocked(), false);
     await padlock.mutex('rl:ctx').withLock(async (outer) => {
       const nested = await padlock.mutex('rl:ctx').acquire();
