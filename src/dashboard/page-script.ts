@@ -32,9 +32,9 @@ const SCRIPT = String.raw`
   function ms(value) {
     if (value == null) return '—';
     if (value < 1000) return Math.round(value) + ' ms';
-    if (value < 60000) return (value / 1000).toFixed(value < 10000 ? 1 : 0) + ' s';
-    if (value < 3600000) return Math.floor(value / 60000) + ' min ' + Math.round((value % 60000) / 1000) + ' s';
-    return Math.floor(value / 3600000) + ' h ' + Math.round((value % 3600000) / 60000) + ' min';
+    if (value < 60000) return String(Number((value / 1000).toFixed(value < 10000 ? 1 : 0))) + ' s';
+    if (value < 3600000) return Math.floor(value / 60000) + ' min' + (Math.round((value % 60000) / 1000) > 0 ? ' ' + Math.round((value % 60000) / 1000) + ' s' : '');
+    return Math.floor(value / 3600000) + ' h' + (Math.round((value % 3600000) / 60000) > 0 ? ' ' + Math.round((value % 3600000) / 60000) + ' min' : '');
   }
   function bucketLabel(i) {
     return i < BUCKETS.length ? '≤ ' + ms(BUCKETS[i]) : '> ' + ms(BUCKETS[BUCKETS.length - 1]);
@@ -120,7 +120,7 @@ const SCRIPT = String.raw`
       bar.appendChild(title);
       root.appendChild(bar);
     });
-    [0, 6, 9, 12, n - 1].forEach(function (i) {
+    [0, 6, 9, n - 1].forEach(function (i) {
       var t = svg('text', { x: (left + i * slot + slot / 2).toFixed(1), y: height - 4, 'text-anchor': i === 0 ? 'start' : i === n - 1 ? 'end' : 'middle' });
       t.textContent = i < BUCKETS.length ? ms(BUCKETS[i]) : '> ' + ms(BUCKETS[BUCKETS.length - 1]);
       root.appendChild(t);

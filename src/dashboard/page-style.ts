@@ -18,17 +18,17 @@ h2 { font-size: 1rem; margin: 0 0 .6rem; }
 input, button { font: inherit; }
 input { padding: .3rem .45rem; border: 1px solid var(--line); border-radius: 5px; background: var(--bg); color: var(--fg); }
 table { border-collapse: collapse; width: 100%; }
-th, td { text-align: left; padding: .35rem .6rem; border-bottom: 1px solid var(--line); vertical-align: top; white-space: nowrap; }
+th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; white-space: nowrap; }
 thead th { font-size: .8rem; text-transform: uppercase; letter-spacing: .03em; color: var(--muted); }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-tbody th { font-weight: 600; }
+tbody th { font-weight: 600; white-space: normal; min-width: 10rem; overflow-wrap: anywhere; }
 code { font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; }
 .badge { display: inline-block; font-size: .75rem; padding: 0 .4rem; border-radius: 999px; border: 1px solid var(--line); margin-left: .3rem; }
 .badge.alive { color: var(--ok); border-color: currentColor; }
 .badge.dead { color: var(--bad); border-color: currentColor; font-weight: 600; }
 .badge.unknown { color: var(--muted); }
 tr.dead { background: var(--bad-bg); }
-.reaper { white-space: normal; color: var(--bad); font-size: .85rem; max-width: 36rem; }
+.reaper { white-space: normal; color: var(--bad); font-size: .8rem; font-weight: normal; max-width: 22rem; margin-top: .2rem; }
 .waiting { color: var(--warn); font-weight: 600; }
 .free { color: var(--muted); }
 button { cursor: pointer; border-radius: 5px; border: 1px solid var(--line); background: var(--panel); color: var(--fg); padding: .25rem .65rem; }
