@@ -70,6 +70,7 @@ async function runDashboard(flags: DashboardFlags, context: CommandContext): Pro
     const dashboard = createDashboard({
       redis: clients.length > 1 ? clients : (clients[0]),
       prefix,
+      description: `${description}, prefix ${prefix}`,
       allowRelease: flags.allowRelease === true,
       intervalMs: flags.interval,
     });

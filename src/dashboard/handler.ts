@@ -30,6 +30,8 @@ export interface DashboardOptions {
   readonly padlock?: Padlock | undefined;
   /** The key prefix of the locks. @default the Padlock's, else `'padlock'` */
   readonly prefix?: string | undefined;
+  /** What to call the store in the page's header. @default its kind and the prefix, e.g. `a Redis Cluster, prefix padlock` */
+  readonly description?: string | undefined;
   /** A store other than Redis (see {@link DashboardSource}), instead of `redis`. */
   readonly source?: DashboardSource | undefined;
   /** Offer Force release on each held lock. @default false (read-only) */
@@ -74,7 +76,7 @@ const MAX_WHY = 500;
  * @throws TypeError for options it cannot use (neither `redis` nor `source`, a bad `intervalMs` or `basePath`)
  */
 export function createDashboard(options: DashboardOptions): Dashboard {
-  const source = options.source ?? (options.redis !== undefined ? new RedisSource({ redis: options.redis, padlock: options.padlock, prefix: options.prefix }) : undefined);
+  const source = options.source ?? (options.redis !== undefined ? new RedisSource({ redis: options.redis, padlock: options.padlock, prefix: options.prefix, description: options.description }) : undefined);
   if (source === undefined) throw new TypeError('createDashboard needs { redis } (the Redis client, or the Redlock masters) or { source }');
   const intervalMs = options.intervalMs ?? 1_000;
   if (!Number.isInteger(intervalMs) || intervalMs < 100 || intervalMs > 60_000) throw new TypeError(`intervalMs must be an integer from 100 to 60000, got ${String(intervalMs)}`);
