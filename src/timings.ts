@@ -45,7 +45,9 @@ export interface Distribution {
 
 /** A name's two distributions. */
 export interface Timings {
+  /** How long holds lasted, from grant to release or loss. */
   readonly hold: Distribution;
+  /** How long acquisitions waited for a lock another held (0 for a lock found free). */
   readonly wait: Distribution;
 }
 

@@ -46,6 +46,7 @@ export interface DashboardOptions {
 
 /** A request listener (and middleware) serving the dashboard. */
 export interface Dashboard {
+  /** Serves one request; `next` (middleware) is called for a path outside `basePath`. */
   (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void): void;
   /** Ends the open pages' streams and lets go of what the dashboard opened (never the application's client or Padlock). */
   close(): Promise<void>;

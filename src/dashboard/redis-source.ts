@@ -52,6 +52,7 @@ interface Found {
 
 /** Reads locks from Redis for a dashboard. */
 export class RedisSource implements DashboardSource {
+  /** What the store is, for the page's header. */
   readonly description: string;
   readonly #clients: readonly RedisClient[];
   readonly #connections: readonly CommandConnection[];
@@ -89,6 +90,10 @@ export class RedisSource implements DashboardSource {
     return Math.floor(this.#clients.length / 2) + 1;
   }
 
+  /**
+   * Reads the locks in use, their holders' liveness, the distributions and the newest audit entries.
+   * @throws RedisUnavailableError or RedisCommandError from the calls (the feed shows it and retries)
+   */
   async read(): Promise<SourceReading> {
     const found = await this.#scan();
     const states = this.#redlock ? await this.#readMajority(found.locks) : (await (this.#readers[0] as LockReader).readAll(found.locks, WAITERS_READ)).filter(inUse);
@@ -98,6 +103,7 @@ export class RedisSource implements DashboardSource {
     return { locks, timings, audit };
   }
 
+  /** Frees `name` of family `kind` whoever holds it, through its kind's `forceRelease()` (on Redlock, on every master). */
   async forceRelease(name: string, kind: LockKind): Promise<ForceReleaseOutcome> {
     const before = this.#redlock ? ((await this.#readMajority([{ name, kind }]))[0] ?? (await (this.#readers[0] as LockReader).read(name, 0, kind))) : await (this.#readers[0] as LockReader).read(name, 0, kind);
     if (!before.held) return { released: false, fence: null };
@@ -105,10 +111,12 @@ export class RedisSource implements DashboardSource {
     return { released: await forceRelease(this.#padlock, before, undefined), fence: before.fence };
   }
 
+  /** Records a force-release in the audit log (on Redlock, on every master). */
   audit(entry: AuditEntry): Promise<void> {
     return this.#audit.append(entry);
   }
 
+  /** Closes the Padlock it made for force-releases, if any (never the application's client or Padlock). */
   async close(): Promise<void> {
     if (this.#ownPadlock && this.#padlock !== undefined) await this.#padlock.close();
     this.#padlock = undefined;

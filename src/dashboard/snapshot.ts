@@ -41,6 +41,7 @@ export interface LockView {
   readonly heldForMs: number | null;
   /** Whether the hold was already there when the dashboard first looked (its age is then a lower bound). */
   readonly heldSinceStart: boolean;
+  /** Who holds it (none: free, with waiters). */
   readonly holders: readonly HolderView[];
   /** A semaphore's permits used and limit (`null`: no stored limit). */
   readonly permits?: { readonly used: number; readonly limit: number | null };
@@ -60,6 +61,7 @@ export interface AuditEntry {
   readonly who: string;
   /** The lock. */
   readonly name: string;
+  /** The lock's family. */
   readonly kind: LockKind;
   /** The fence of the hold it freed (`null`: it was free by then). */
   readonly fence: number | null;
@@ -71,6 +73,7 @@ export interface AuditEntry {
 
 /** One name's recorded distributions. */
 export interface TimingsView extends Timings {
+  /** The name they were recorded under (a lock's, or the family `recordTimings.nameOf` gave). */
   readonly name: string;
 }
 
