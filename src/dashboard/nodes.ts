@@ -33,7 +33,7 @@ function isNodeRedisCluster(client: object): client is NodeRedisClusterLike {
  * @throws PadlockOptionError when `client` is no client padlock knows
  */
 export async function scanConnections(client: RedisClient): Promise<CommandConnection[]> {
-  const masters = isIoredisCluster(client) ? client.nodes('master') : isNodeRedisCluster(client) ? await Promise.all(client.masters.map((master) => client.nodeClient(master))) : undefined;
+  const masters = isIoredisCluster(client) ? client.nodes('master') : isNodeRedisCluster(client) ? await Promise.all(client.masters.map(async (master) => await client.nodeClient(master))) : undefined;
   if (masters === undefined) return [connectionFor('redis', client)];
   // A Cluster client learns its masters on connecting: until then the read fails, and is retried.
   if (masters.length === 0) throw new Error('the Cluster client knows no master yet (is it connected?)');
