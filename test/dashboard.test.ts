@@ -17,6 +17,7 @@ import type { RedisServer } from '../src/devserver/redis-server.js';
 import { createDashboard, type Dashboard } from '../src/dashboard/index.js';
 import { auditKey } from '../src/dashboard/audit-log.js';
 import { timingsKey } from '../src/timings.js';
+import { Padlock, PadlockOptionError } from '../src/index.js';
 import { connect, eventually, padlockOn, startServer } from './harness/redis.js';
 import { cleanEnv, runBin, type Run } from './harness/cli.js';
 import { noChromium, useBrowser } from './harness/browser.js';
@@ -49,6 +50,16 @@ function startBin(args: readonly string[]): { url: Promise<string>; pid: Promise
   void done.then((run) => resolveUrl(`(exited ${run.code}: ${run.stderr})`));
   return { url, pid, done };
 }
+
+describe('recordTimings', () => {
+  it('is refused when it is not true, false or { nameOf?, ttlMs? }, naming the option', async () => {
+    const server = await startServer();
+    const redis = connect(server);
+    for (const [value, option] of [['yes', 'recordTimings'], [{ ttl: 5 }, 'recordTimings.ttl'], [{ ttlMs: 10 }, 'recordTimings.ttlMs'], [{ nameOf: 'x' }, 'recordTimings.nameOf']] as const) {
+      assert.throws(() => new Padlock({ redis, recordTimings: value as never }), (error: unknown) => error instanceof PadlockOptionError && error.message.includes(option), JSON.stringify(value));
+    }
+  });
+});
 
 describe('the dashboard in a browser', { skip: noChromium }, () => {
   let server: RedisServer;
@@ -114,6 +125,12 @@ describe('the dashboard in a browser', { skip: noChromium }, () => {
       assert.equal(page.status, 200);
       assert.match(page.headers.get('content-security-policy') ?? '', /default-src 'none'/);
       assert.doesNotMatch(await page.text(), /<script src|<link|https?:\/\/(?!www\.w3\.org)/, 'nothing fetched from elsewhere');
+      // The server checks the typed name too, and wants the header a cross-site form cannot send.
+      const release = (body: object, headers: Record<string, string> = { 'content-type': 'application/json', 'x-padlock-dashboard': '1' }): Promise<Response> =>
+        fetch(`${base}/admin/locks/release`, { method: 'POST', headers, body: JSON.stringify(body) });
+      assert.equal((await release({ name: 'a', kind: 'mutex', confirm: 'b' })).status, 400);
+      assert.equal((await release({ name: 'a', kind: 'mutex', confirm: 'a' }, { 'content-type': 'application/json' })).status, 400);
+      assert.equal((await release({ name: 'a', kind: 'table', confirm: 'a' })).status, 400);
     });
 
     it('Force release: a dialog asks for the name, Release stays disabled until it matches, the holder is told, the audit log shows who and why', async () => {
