@@ -1,6 +1,7 @@
 // Runs before `npm test` and `npm run demo`: makes a fresh machine ready for them.
 // Installs the npm dependencies when node_modules is missing, and redis-server, redis-cli
-// (redis-tools: it creates the test Cluster), redis-sentinel and tmux (the CLI's terminal tests)
+// (redis-tools: it creates the test Cluster), redis-sentinel, tmux (the CLI's terminal tests)
+// and chromium (the dashboard's browser tests)
 // from Debian's packages when they are missing and this is a root shell with apt-get; otherwise
 // says what to do.
 import { spawnSync } from 'node:child_process';
@@ -26,6 +27,9 @@ const needed = [
   ['redis-sentinel', 'redis-sentinel', false],
   // The CLI's `watch` and `release` prompt are tested in a real terminal; without tmux those tests skip.
   ['tmux', 'tmux', false],
+  // The dashboard is tested in a real browser (playwright-core drives Debian's chromium; it downloads
+  // none); without it those tests skip.
+  ['chromium', 'chromium', false],
 ].filter(([command]) => !has(command));
 if (needed.length > 0) {
   const packages = needed.map(([, name]) => name);

@@ -7,6 +7,7 @@ export { MultiLease } from './locks/multi-lease.js';
 export type { MultiLockable } from './locks/multi.js';
 export type { SemaphoreLock, SemaphoreAcquireOptions } from './locks/semaphore.js';
 export type { AcquireOptions, CloseOptions, MetricsOptions, PadlockOptions } from './options.js';
+export type { RecordTimingsOptions } from './timings-recorder.js';
 export type { AcquiredEvent, HoldEvent, HoldWarningEvent, HoldWarningReason, PadlockEvents } from './events.js';
 export type { CounterLike, HistogramLike, InstrumentOptions, MeterLike, MeterProviderLike, MetricAttributes } from './observability/otel-types.js';
 export {

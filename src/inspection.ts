@@ -230,6 +230,16 @@ export async function scanLockNames(nodes: readonly ScanNode[], prefix: string, 
   return [...new Set((await scanLocks(nodes, prefix, namePattern, options)).map((lock) => lock.name))];
 }
 
+/**
+ * A lock's kind for display: a semaphore's with its permits held of its limit (`?`: not stored); a
+ * mutex's as `mutex (fair)` when waiters queued through `fairMutex`. A mutex and a fair mutex of one
+ * name are one lock (one key, no record of which kind took it): only the queue's entries say their kind.
+ */
+export function kindLabel(lock: LockState): string {
+  if (lock.kind === 'mutex' && lock.waiters.some((w) => w.kind === 'fair' && w.alive)) return 'mutex (fair)';
+  return lock.permits === undefined ? lock.kind : `${lock.kind} ${lock.permits.used}/${lock.permits.limit ?? '?'}`;
+}
+
 /** Whether a lock is in use: held, or with live waiters. */
 export function inUse(state: LockState): boolean {
   return state.held || state.waiting > 0;

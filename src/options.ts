@@ -7,6 +7,7 @@ import type { ResolvedMetricsOptions } from './observability/metrics.js';
 import type { MeterProviderLike } from './observability/otel-types.js';
 import { connectionFor, type RedisClient } from './redis/clients.js';
 import type { CommandConnection } from './redis/connection.js';
+import { resolveRecordTimings, type RecordTimingsOptions, type ResolvedRecordTimings } from './timings-recorder.js';
 
 /** Longest timer Node can schedule; longer leases and waits are refused rather than silently cut. */
 export const MAX_MS = 2_147_483_647;
@@ -120,6 +121,14 @@ export interface PadlockOptions {
    * @default false
    */
   reapDeadHolders?: boolean | undefined;
+  /**
+   * Record how long holds last and acquisitions wait, per lock name, into small histograms in Redis
+   * (one hash of at most 36 fields per name, expiring a day after its last recording) for
+   * `padlock dashboard` to draw. Sent every 2 s, one script call per name used meanwhile. See
+   * docs/dashboard.md.
+   * @default false
+   */
+  recordTimings?: boolean | RecordTimingsOptions | undefined;
 }
 
 /** Where padlock's metrics go, and what they carry. */
@@ -186,6 +195,8 @@ export interface ResolvedPadlockOptions {
   readonly metrics: ResolvedMetricsOptions | undefined;
   readonly livenessMs: number;
   readonly reapDeadHolders: boolean;
+  /** `undefined`: timings not recorded. */
+  readonly recordTimings: ResolvedRecordTimings | undefined;
 }
 
 /** Validated acquire options with defaults applied. */
@@ -252,7 +263,7 @@ export function checkLeaseMs(option: string, value: unknown): number {
 /** Validates `new Padlock(options)`. */
 export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions & { readonly redis: CommandConnection | readonly CommandConnection[] } {
   if (!isPlainObject(options)) throw new PadlockOptionError('options', 'an object with at least { redis }', options);
-  rejectUnknown('options', options, ['redis', 'prefix', 'leaseMs', 'replyTimeoutMs', 'replicas', 'releaseOnExit', 'drainMs', 'metrics', 'livenessMs', 'reapDeadHolders']);
+  rejectUnknown('options', options, ['redis', 'prefix', 'leaseMs', 'replyTimeoutMs', 'replicas', 'releaseOnExit', 'drainMs', 'metrics', 'livenessMs', 'reapDeadHolders', 'recordTimings']);
   const { redis, prefix = 'padlock', leaseMs = 30_000, replyTimeoutMs = 5_000, replicas, releaseOnExit = false, drainMs = DEFAULT_DRAIN_MS, livenessMs = 10_000, reapDeadHolders = false } = options;
   const masters = Array.isArray(redis) ? checkMasters(redis as unknown[]) : undefined;
   const single = masters === undefined ? connectionFor('redis', redis) : undefined;
@@ -277,6 +288,7 @@ export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions 
     metrics,
     livenessMs: liveness,
     reapDeadHolders,
+    recordTimings: resolveRecordTimings(options.recordTimings),
   };
 }
 

@@ -31,6 +31,7 @@ import { forgetOnExit, releaseOnExit } from './shutdown.js';
 import { Liveness } from './liveness.js';
 import { Reaper } from './reaping.js';
 import { Contact } from './locks/outage.js';
+import { bothObservers, TimingsRecorder } from './timings-recorder.js';
 
 /**
  * Distributed locks on Redis.
@@ -63,6 +64,8 @@ export class Padlock extends EventEmitter<PadlockEvents> {
   readonly livenessMs: number;
   /** @internal What its locks share. */
   readonly shared: Shared;
+  /** With `recordTimings`: its recorder, flushed by close(). */
+  readonly #timings: TimingsRecorder | undefined;
 
   /** @throws PadlockOptionError when an option is invalid (nothing is sent to Redis). */
   constructor(options: PadlockOptions) {
@@ -91,7 +94,8 @@ export class Padlock extends EventEmitter<PadlockEvents> {
       ? new Redlock(redis, resolved.replyTimeoutMs, { leaseMs: resolved.leaseMs, prefix: this.prefix, track: (work) => runtime.track(work) })
       : new SingleServer(redis, resolved.replyTimeoutMs, resolved.replicas);
     const subscriber = new Subscriber(() => topology.openSubscriber(), reportError);
-    const observer: Observer | undefined = resolved.metrics === undefined ? undefined : new Metrics(resolved.metrics);
+    this.#timings = resolved.recordTimings === undefined ? undefined : new TimingsRecorder(redis, this.prefix, resolved.recordTimings);
+    const observer: Observer | undefined = bothObservers(resolved.metrics === undefined ? undefined : new Metrics(resolved.metrics), this.#timings);
     const watchdog = new Watchdog({
       // A group holds only holds of one family (one renew script) on one node: one round trip.
       renew: (holds) => {
@@ -227,7 +231,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
       return Promise.reject(error);
     }
     forgetOnExit(this);
-    return this.shared.runtime.close(drainMs);
+    return this.shared.runtime.close(drainMs).then(() => this.#timings?.close());
   }
 }
 

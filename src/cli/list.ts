@@ -3,7 +3,7 @@
  * SCAN on the server or on every master of a Cluster, one line each.
  */
 import type { Command as CommanderCommand } from 'commander';
-import { listLocks, type HolderState, type LockState } from '../inspection.js';
+import { kindLabel, listLocks, type HolderState, type LockState } from '../inspection.js';
 import type { CommandContext } from './command.js';
 import { redisFailure } from './connection.js';
 import { evictionLines, readServerPolicies, type ServerPolicy } from './eviction.js';
@@ -114,8 +114,7 @@ export function summary(state: LockState): LockSummary {
  * one lock (one key, no record of which kind took it): only the queue's entries say their kind.
  */
 export function kindCell(lock: LockState): string {
-  if (lock.kind === 'mutex' && lock.waiters.some((w) => w.kind === 'fair' && w.alive)) return 'mutex (fair)';
-  return lock.permits === undefined ? lock.kind : `${lock.kind} ${lock.permits.used}/${lock.permits.limit ?? '?'}`;
+  return kindLabel(lock);
 }
 
 /** A holder on one line: its side (read/write lock), its owner token (cut with `short`), its permits (semaphore). */

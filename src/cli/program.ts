@@ -4,6 +4,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import type { CommandContext } from './command.js';
+import { declareDashboard } from './dashboard.js';
 import { declareDemo } from './demo.js';
 import { CliError, ExitCode, usageError } from './errors.js';
 import { declareInspect } from './inspect.js';
@@ -13,7 +14,7 @@ import { declareRelease } from './release.js';
 import { declareWatch } from './watch.js';
 
 const AFTER_HELP = `
-Connecting (list, inspect, release, watch, reap): --url, else $REDIS_URL:
+Connecting (list, inspect, release, watch, reap, dashboard): --url, else $REDIS_URL:
   redis://[[user]:password@]host[:port][/db]   one server (rediss:// for TLS); a Cluster
                                                node is found out and its Cluster used
   redis+sentinel://[[user]:password@]host[:port][,host[:port]…]/masterName[/db]
@@ -56,6 +57,7 @@ export async function runCli(argv: readonly string[], context: CommandContext, v
   declareRelease(program, context, exit);
   declareWatch(program, context, exit);
   declareReap(program, context, exit);
+  declareDashboard(program, context, exit);
 
   const subcommand = argv.find((arg) => program.commands.some((c) => c.name() === arg));
   try {

@@ -173,7 +173,7 @@ before(async () => {
   assert.ok(tarball !== undefined, 'npm pack made a tarball');
   const listing = await run('tar', ['-tzf', join(work, tarball)], { cwd: work, timeoutMs: 30_000 });
   const files = new Set(listing.stdout.split('\n').map((line) => line.replace(/^package\//, '')));
-  for (const file of ['LICENSE', 'README.md', 'bench/README.md', 'package.json', 'dist/index.js', 'dist/index.d.ts', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/cjs/package.json', 'dist/cli/main.js']) {
+  for (const file of ['LICENSE', 'README.md', 'bench/README.md', 'package.json', 'dist/index.js', 'dist/index.d.ts', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/cjs/package.json', 'dist/cli/main.js', 'dist/dashboard/index.js', 'dist/dashboard/index.d.ts', 'dist/cjs/dashboard/index.js', 'dist/cjs/dashboard/index.d.ts']) {
     assert.ok(files.has(file), `the tarball has ${file}`);
   }
   assert.deepEqual([...files].filter((file) => /^(build|test|node_modules)\//.test(file) || file.endsWith('.tgz')), [], 'no build output, test or tarball in the tarball');
@@ -323,6 +323,59 @@ describe('the packed package, installed into fresh projects', { concurrency: 3 }
     assert.equal(manifest['scripts'], undefined, 'the development scripts (which run files not shipped) are not published');
     assert.equal(manifest['devDependencies'], undefined);
     assert.equal(readFileSync(join(root, 'package.json'), 'utf8').includes('"scripts"'), true, "the repository's package.json got its scripts back after npm pack");
+  });
+
+  it('padlock/dashboard: imported as an ES module and required as CommonJS from the tarball, it serves the page and a held lock; its types compile under nodenext', { timeout: 120_000 }, async () => {
+    const server = await startServer();
+    const dir = join(work, 'ioredis5', 'dashboard-export');
+    mkdirSync(dir);
+    const body = (format: 'esm' | 'cjs'): string => `
+const redis = new Redis(process.env.REDIS_URL);
+const padlock = new Padlock({ redis, prefix: 'pkg-${format}' });
+const lease = await padlock.mutex('export:${format}').acquire();
+const dashboard = createDashboard({ redis, padlock });
+const http = createServer(dashboard);
+await new Promise((resolve) => http.listen(0, '127.0.0.1', resolve));
+const base = 'http://127.0.0.1:' + http.address().port + '/';
+const page = await (await fetch(base)).text();
+const snapshot = await (await fetch(base + 'snapshot.json')).json();
+console.log(JSON.stringify({ page: page.includes('<title>padlock dashboard</title>'), locks: snapshot.locks.map((l) => [l.name, l.fence === lease.fence]) }));
+await dashboard.close();
+http.close();
+await lease.release();
+await padlock.close();
+await redis.quit();
+`;
+    writeFileSync(join(dir, 'esm.mjs'), `import { Redis } from 'ioredis';\nimport { createServer } from 'node:http';\nimport { Padlock } from 'padlock';\nimport { createDashboard } from 'padlock/dashboard';\n${body('esm')}`);
+    writeFileSync(join(dir, 'cjs.cjs'), `const { Redis } = require('ioredis');\nconst { createServer } = require('node:http');\nconst { Padlock } = require('padlock');\nconst { createDashboard } = require('padlock/dashboard');\n(async () => {${body('cjs')}})();\n`);
+    for (const [file, format] of [['esm.mjs', 'esm'], ['cjs.cjs', 'cjs']] as const) {
+      const result = await run(process.execPath, [file], { cwd: dir, env: { REDIS_URL: server.url }, timeoutMs: EXIT_BOUND_MS });
+      assert.ok(!result.timedOut && result.code === 0, show(`padlock/dashboard (${format})`, result));
+      assert.equal(result.stderr, '', show(`padlock/dashboard (${format}) wrote to stderr; it`, result));
+      assert.deepEqual(JSON.parse(result.stdout), { page: true, locks: [[`export:${format}`, true]] });
+    }
+    const resolved = await run(process.execPath, ['-e', "console.log(require.resolve('padlock/dashboard'))"], { cwd: dir, timeoutMs: EXIT_BOUND_MS });
+    assert.ok(resolved.stdout.trim().endsWith('/node_modules/padlock/dist/cjs/dashboard/index.js'), resolved.stdout);
+
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ private: true, type: 'module' }));
+    writeFileSync(
+      join(dir, 'check.ts'),
+      `import type { IncomingMessage } from 'node:http';
+import type { Redis } from 'ioredis';
+import { createDashboard, type Dashboard, type DashboardSource, type Snapshot } from 'padlock/dashboard';
+export function mount(redis: Redis, source: DashboardSource): Dashboard[] {
+  const first: Snapshot | undefined = undefined;
+  void first;
+  return [createDashboard({ redis, allowRelease: true, authorize: (req: IncomingMessage) => { const user = req.headers['x-user']; return typeof user === 'string' ? user : false; } }), createDashboard({ source, basePath: '/locks' })];
+}
+// @ts-expect-error a dashboard needs a store
+void createDashboard({ redis: 'redis://127.0.0.1:6379' });
+`,
+    );
+    const compilerOptions = { strict: true, exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true, skipLibCheck: false, skipDefaultLibCheck: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', types: ['node'], noEmit: true };
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, include: ['check.ts'] }));
+    const compile = await run(process.execPath, [tsc, '-p', '.', '--pretty', 'false'], { cwd: dir, timeoutMs: 120_000 });
+    assert.equal(compile.code, 0, `tsc of padlock/dashboard's types:\n${compile.stdout}${compile.stderr}`);
   });
 
   it('the padlock bin from the tarball runs the demo and exits by itself', { timeout: 120_000 }, async () => {

@@ -1,5 +1,6 @@
 /**
- * Every member of padlock's public surface has TSDoc: each name exported from src/index.ts, and
+ * Every member of padlock's public surface has TSDoc: each name exported from src/index.ts (and
+ * src/dashboard/index.ts, `padlock/dashboard`), and
  * each property, method, constructor and accessor of the types and classes it names (what an
  * editor shows a user on hover), except what is `@internal` (stripped from the published
  * declarations). Read with the TypeScript compiler from the sources, as the declarations are made.
@@ -26,9 +27,8 @@ function isPrivate(declaration: ts.Declaration): boolean {
   return modifiers.some((m) => m.kind === ts.SyntaxKind.PrivateKeyword || m.kind === ts.SyntaxKind.ProtectedKeyword);
 }
 
-/** `Name.member` for each undocumented public member of the surface. */
-function undocumented(): string[] {
-  const entry = `${root}src/index.ts`;
+/** `Name.member` for each undocumented public member of the surface of one entry point (`src/index.ts`: `padlock`). */
+function undocumented(entry = `${root}src/index.ts`): string[] {
   const program = ts.createProgram([entry], { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, strict: true, noEmit: true });
   const checker = program.getTypeChecker();
   const source = program.getSourceFile(entry);
@@ -66,5 +66,9 @@ function undocumented(): string[] {
 describe('the published types', () => {
   it('document every public member (TSDoc)', () => {
     assert.deepEqual(undocumented(), []);
+  });
+
+  it('document every public member of padlock/dashboard (TSDoc)', () => {
+    assert.deepEqual(undocumented(`${root}src/dashboard/index.ts`), []);
   });
 });
