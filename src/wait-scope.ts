@@ -6,6 +6,7 @@
  */
 import { bound, monotonicNow } from './clock.js';
 import { LockTimeoutError, PadlockClosedError, type RedisUnavailableError } from './errors.js';
+import { Deadline } from './deadlines.js';
 import { Interrupt, type Abortable } from './interrupt.js';
 
 /**
@@ -21,7 +22,8 @@ export class WaitScope {
   /** Aborted by an interruption or by the deadline. */
   readonly #stop = new Interrupt();
   readonly #started = monotonicNow();
-  readonly #timer: NodeJS.Timeout | undefined;
+  /** The `waitMs` deadline (on the shared timer, deadlines.ts); it keeps the process alive, as the wait does. */
+  readonly #deadline: Deadline | undefined;
   readonly #unlink: () => void;
   /** Where the waiting call was made, for the time-out's stack (captured only when it can time out). */
   readonly #calledFrom: { stack?: string } | undefined;
@@ -58,7 +60,7 @@ export class WaitScope {
       const calledFrom: { stack?: string } = {};
       Error.captureStackTrace(calledFrom, WaitScope);
       this.#calledFrom = calledFrom;
-      this.#timer = setTimeout(() => this.#stop.abort(this.timeout()), waitMs);
+      this.#deadline = new Deadline(waitMs, () => this.#stop.abort(this.timeout()), true);
     }
   }
 
@@ -121,9 +123,9 @@ export class WaitScope {
     this.onHeld?.(first);
   }
 
-  /** Clears the timer and listeners. */
+  /** Cancels the deadline and the listeners. */
   dispose(): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#deadline?.cancel();
     this.#unlink();
   }
 }
