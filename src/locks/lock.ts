@@ -151,7 +151,7 @@ export abstract class Lock implements Lockable, HoldLock {
     if (!hold.alive) throw new LockNotHeldError(hold.name, hold.owner, 'extend');
     hold.renewed(sentAt, pttl);
     this.shared.watchdog.update(hold);
-    this.shared.emit('extended', holdEvent(hold));
+    if (this.shared.listens('extended')) this.shared.emit('extended', holdEvent(hold));
   }
 
   async #acquire(options: AcquireOptions | undefined, defaultWaitMs: number, freshOwner?: string): Promise<Lease> {
@@ -226,7 +226,7 @@ export abstract class Lock implements Lockable, HoldLock {
     const hold = new Hold(this.keys, owner, grant.fence, this, opts.leaseMs, opts.autoExtend, grant.sentAt, grant.pttl);
     hold.count = 1;
     this.shared.runtime.register(hold);
-    this.shared.emit('acquired', { name: this.name, owner, fence: grant.fence, holdCount: grant.holdCount, waitedMs: scope.waitedMs });
+    if (this.shared.listens('acquired')) this.shared.emit('acquired', { name: this.name, owner, fence: grant.fence, holdCount: grant.holdCount, waitedMs: scope.waitedMs });
     return new Lease(hold, grant.holdCount);
   }
 
@@ -244,7 +244,7 @@ export abstract class Lock implements Lockable, HoldLock {
     hold.autoExtend ||= opts.autoExtend;
     hold.renewed(sentAt, grant.pttl);
     this.shared.watchdog.update(hold);
-    this.shared.emit('acquired', { name: this.name, owner: hold.owner, fence: hold.fence, holdCount: grant.holdCount, waitedMs: scope.waitedMs });
+    if (this.shared.listens('acquired')) this.shared.emit('acquired', { name: this.name, owner: hold.owner, fence: hold.fence, holdCount: grant.holdCount, waitedMs: scope.waitedMs });
     return new Lease(hold, grant.holdCount);
   }
 
