@@ -172,7 +172,9 @@ export abstract class Lock implements Lockable, HoldLock {
       else if (opts.owner !== undefined) lease = await this.#reenterRemote(opts.owner, opts, scope);
       else {
         const owner = freshOwner ?? newOwnerToken();
-        lease = this.#newHold(owner, await this.#obtainInTime(owner, opts, scope), opts, scope);
+        const grant = await this.obtain(owner, opts, scope);
+        // A grant in time (nearly always) goes straight to its hold: no async step more per acquisition.
+        lease = this.#newHold(owner, inTime(grant, opts.leaseMs) ? grant : await this.#obtainInTime(owner, grant, opts, scope), opts, scope);
       }
       observer?.acquireEnded(this, existing === undefined && opts.owner === undefined ? 'acquired' : 'reentered', scope.waitedMs, since(scope.firstHeldAt));
       return lease;
@@ -185,13 +187,13 @@ export abstract class Lock implements Lockable, HoldLock {
   }
 
   /**
-   * {@link obtain}, but never a grant whose lease has already run out by this client's conservative
-   * clock (a server stall, a late reply, a handoff read late): such a grant is renewed at once if the
-   * server still has it for `owner`, else given back, and the wait goes on within its scope (a
-   * time-out then is `LockTimeoutError`, as for any wait).
+   * Never a grant whose lease has already run out by this client's conservative clock (a server
+   * stall, a late reply, a handoff read late): `first`, what {@link obtain} gave, or if it is out of
+   * time, the same renewed at once if the server still has it for `owner`, else it is given back and
+   * the wait goes on within its scope (a time-out then is `LockTimeoutError`, as for any wait).
    */
-  async #obtainInTime(owner: string, opts: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant> {
-    let grant = await this.obtain(owner, opts, scope);
+  async #obtainInTime(owner: string, first: Grant, opts: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant> {
+    let grant = first;
     while (!inTime(grant, opts.leaseMs)) {
       const renewed = await this.#renewGrant(owner, grant, opts, scope);
       if (renewed !== undefined) {
