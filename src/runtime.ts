@@ -103,7 +103,8 @@ export class Runtime {
 
   /** Starts tracking a new hold (and renewing it). */
   register(hold: Hold): void {
-    this.#holds.set(holdKey(hold.keys.lock, hold.owner), hold);
+    hold.registryKey = holdKey(hold.keys.lock, hold.owner);
+    this.#holds.set(hold.registryKey, hold);
     this.watchdog.add(hold);
     this.liveness.held();
   }
@@ -112,7 +113,7 @@ export class Runtime {
     if (hold.state !== 'held') return false;
     hold.state = state;
     this.observing()?.holdEnded(hold.lock, monotonicNow() - hold.grantedAt, reason);
-    const key = holdKey(hold.keys.lock, hold.owner);
+    const key = hold.registryKey ?? holdKey(hold.keys.lock, hold.owner);
     if (this.#holds.get(key) === hold) this.#holds.delete(key);
     this.watchdog.remove(hold);
     return true;
