@@ -36,6 +36,8 @@ export interface ContendedOptions {
    * a while. In one process there is none: that process has run the earlier rows and is compiled.
    */
   readonly warmUpSeconds?: number;
+  /** I/O inside the lock, between the GET and the SET (ms; default 0): see `RunPlan.ioMs`. */
+  readonly ioMs?: number;
 }
 
 export interface ContendedResult extends ContendedMeasures {
@@ -110,7 +112,7 @@ export async function runContended(spec: ContenderSpec, servers: Servers, mode: 
     const planFor = (seconds: number): RunPlan => {
       const startAt = nowMs() + START_DELAY_MS[mode];
       const deadline = startAt + seconds * 1000;
-      return { ...workload, startAt, deadline, hardStop: deadline + DRAIN_LIMIT_MS, thinkMs: options.thinkMs };
+      return { ...workload, startAt, deadline, hardStop: deadline + DRAIN_LIMIT_MS, thinkMs: options.thinkMs, ioMs: options.ioMs ?? 0 };
     };
     const warmUpSeconds = mode === 'processes' ? (options.warmUpSeconds ?? 0) : 0;
     if (warmUpSeconds > 0) await session.run(planFor(warmUpSeconds));

@@ -21,6 +21,11 @@
  *   --read-write-only run only the read-mostly rows
  *   --no-semaphore    skip the semaphore rows (bench/semaphore.ts)
  *   --semaphore-only  run only the semaphore rows (bench/results.json is left as it is)
+ *   --no-io           skip the I/O-bound rows (bench/io-bound.ts)
+ *   --io-only         run only the I/O-bound rows (bench/results.json is left as it is)
+ *   --io-processes L, --io-ms L, --io-think-ms MS, --io-seconds S, --io-warm-up S, --io-tune-workers N:
+ *                     the I/O-bound rows' worker processes and I/O lengths (comma-separated lists), think
+ *                     time, measured and unmeasured seconds, and tuning workers: see bench/README.md
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -55,6 +60,7 @@ import { measureColdWake, type ColdWakeResult } from './cold-wake.js';
 import { measurePing, runUncontended, type PingResult, type UncontendedResult } from './uncontended.js';
 import { readWriteSections, runReadWriteBench } from './read-write.js';
 import { semaphoreBench, semaphoreSection } from './semaphore.js';
+import { ioBoundBench, ioBoundSections, type IoBoundOptions } from './io-bound.js';
 
 installCommandMeter();
 
@@ -83,6 +89,14 @@ const { values: args } = parseArgs({
     'read-write-only': { type: 'boolean', default: false },
     'no-semaphore': { type: 'boolean', default: false },
     'semaphore-only': { type: 'boolean', default: false },
+    'no-io': { type: 'boolean', default: false },
+    'io-only': { type: 'boolean', default: false },
+    'io-processes': { type: 'string', default: '4,8,16,32' },
+    'io-ms': { type: 'string', default: '1,5' },
+    'io-think-ms': { type: 'string', default: '3' },
+    'io-seconds': { type: 'string', default: '3' },
+    'io-warm-up': { type: 'string', default: '5' },
+    'io-tune-workers': { type: 'string', default: '8' },
   },
 });
 
@@ -108,11 +122,31 @@ const masterCount = positive('masters', args.masters, true);
 if (masterCount < 3) throw new Error(`--masters must be at least 3 (a Redlock set needs a majority that survives the loss of one), got ${masterCount}`);
 const readWriteOnly = args['read-write-only'];
 const semaphoreOnly = args['semaphore-only'];
-const withSemaphore = !args['no-semaphore'] && !args['scale-only'] && !readWriteOnly;
-const scaleOnly = args['scale-only'] || readWriteOnly || semaphoreOnly;
+const ioOnly = args['io-only'];
+if (ioOnly && args['no-io']) throw new Error('--io-only and --no-io leave nothing to run');
+const withSemaphore = !args['no-semaphore'] && !args['scale-only'] && !readWriteOnly && !ioOnly;
+const scaleOnly = args['scale-only'] || readWriteOnly || semaphoreOnly || ioOnly;
+const withIo = !args['no-io'] && (ioOnly || !scaleOnly);
+
+/** A comma-separated list of whole numbers ≥ 1. */
+function list(name: string, text: string | undefined): number[] {
+  const values = String(text).split(',').map((item) => Math.max(1, positive(name, item.trim(), true)));
+  if (values.length === 0) throw new Error(`--${name} needs at least one value`);
+  return values;
+}
+
+const io: IoBoundOptions = {
+  processes: list('io-processes', args['io-processes']),
+  ioMs: list('io-ms', args['io-ms']),
+  thinkMs: positive('io-think-ms', args['io-think-ms'], false),
+  seconds: positive('io-seconds', args['io-seconds'], false),
+  warmUpSeconds: positive('io-warm-up', args['io-warm-up'], false),
+  tuneSeconds,
+  tuneWorkers: Math.max(1, positive('io-tune-workers', args['io-tune-workers'], true)),
+};
 if (args['scale-only'] && args['no-scale']) throw new Error('--scale-only and --no-scale leave nothing to run');
 const withRedlock = !args['no-redlock'] && !scaleOnly;
-const withScale = !args['no-scale'] && !readWriteOnly && !semaphoreOnly;
+const withScale = !args['no-scale'] && !readWriteOnly && !semaphoreOnly && !ioOnly;
 const scaleLeaseMs = positive('scale-lease-ms', args['scale-lease-ms'], true);
 if (scaleLeaseMs < 300) throw new Error(`--scale-lease-ms must be at least 300 (renewals a third of it apart), got ${scaleLeaseMs}`);
 const scale: ScaleOptions = {
@@ -361,8 +395,9 @@ async function main(): Promise<void> {
     const coldWake = await measureColdWake(url);
     log(coldWakeLine(coldWake));
     const core = scaleOnly ? undefined : await coreRuns(servers, ping);
-    const readWrite = args['no-read-write'] || semaphoreOnly ? undefined : await runReadWriteBench(url, { workers, seconds }, log);
+    const readWrite = args['no-read-write'] || semaphoreOnly || ioOnly ? undefined : await runReadWriteBench(url, { workers, seconds }, log);
     const semaphore = withSemaphore ? await semaphoreBench(url, seconds, thinkMs, log) : undefined;
+    const ioBound = withIo ? await ioBoundBench(servers, io, log) : undefined;
     // Last: the lease runs flush the server between libraries.
     const scaled = withScale ? await scaleRuns(servers, core?.tuning) : undefined;
 
@@ -379,6 +414,7 @@ async function main(): Promise<void> {
     if (readWrite !== undefined) out.push(...readWriteSections(readWrite));
     if (scaled !== undefined) out.push(...scaleSections(scaled));
     if (semaphore !== undefined) out.push(...semaphoreSection(semaphore));
+    if (ioBound !== undefined) out.push(...ioBoundSections(ioBound));
     if (core !== undefined) out.push('', '## Targets', '', targetsTable(core.goals));
     out.push('', `total bench time ${fixed((Date.now() - started) / 1000, 0)} s`);
     process.stdout.write(`${out.join('\n')}\n`);
@@ -424,8 +460,9 @@ async function main(): Promise<void> {
       targets: core?.goals ?? null,
       readMostly: readWrite ?? null,
       semaphore: semaphore ?? null,
+      ioBound: ioBound ?? null,
     };
-    if (semaphoreOnly) return;
+    if (semaphoreOnly || ioOnly) return;
     writeFileSync(new URL('../../bench/results.json', import.meta.url), `${JSON.stringify(json, null, 2)}\n`);
     log('wrote bench/results.json');
   } finally {

@@ -38,6 +38,11 @@ export interface RunPlan extends Workload {
   readonly hardStop: number;
   /** Mean think time between acquisitions in ms (uniform ±50 %); 0 for none. */
   readonly thinkMs: number;
+  /**
+   * I/O inside the lock, in ms: a timer of this length between the GET and the SET, standing for a
+   * call to another service (the I/O-bound rows, `io-bound.ts`); 0 or absent for none.
+   */
+  readonly ioMs?: number;
 }
 
 /** What one worker saw. */
@@ -79,9 +84,10 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** The critical section: a read-modify-write that loses updates unless the lock excludes. */
-async function increment(data: Redis, counterKey: string): Promise<void> {
+/** The critical section: a read-modify-write that loses updates unless the lock excludes (with `ioMs` of I/O between the read and the write). */
+async function increment(data: Redis, counterKey: string, ioMs = 0): Promise<void> {
   const value = Number((await data.get(counterKey)) ?? 0);
+  if (ioMs > 0) await sleep(ioMs);
   await data.set(counterKey, String(value + 1));
 }
 
@@ -120,7 +126,7 @@ export async function runWorker(worker: number, contender: Contender, data: Redi
     giveUps += attempt.giveUps;
     if (attempt.held === null) return { records, giveUps, stuck: true };
     const acquiredAt = nowMs();
-    await increment(data, counterKey);
+    await increment(data, counterKey, plan.ioMs);
     const releaseStart = nowMs();
     await attempt.held.release();
     records.push({ worker, lock, waitStart, acquiredAt, releaseStart });

@@ -1,5 +1,6 @@
 /** Time as padlock's client side sees it: a monotonic clock, immune to wall-clock jumps. */
 import { performance } from 'node:perf_hooks';
+import { Deadline } from './deadlines.js';
 import type { Abortable } from './interrupt.js';
 
 /** Milliseconds on a monotonic clock (for deadlines; never compared with Redis time). */
@@ -40,7 +41,7 @@ export interface Bound<T> {
 
 /**
  * Settles like `work`, unless `ms` pass or `interrupt` aborts first. `work` keeps running either way;
- * a value it brings after that goes to `late`, and a late failure is ignored. The timer does not
+ * a value it brings after that goes to `late`, and a late failure is ignored. The bound does not
  * keep the process alive: a bound is a limit, not work.
  */
 export function bound<T>(work: Promise<T>, { ms, timeout, interrupt, late }: Bound<T>): Promise<T> {
@@ -56,12 +57,12 @@ export function bound<T>(work: Promise<T>, { ms, timeout, interrupt, late }: Bou
       cleanup();
       reject(error);
     };
-    const timer = ms === Infinity ? undefined : setTimeout(() => giveUp(timeout()), Math.max(0, ms));
-    timer?.unref();
+    // One shared timer serves every bound (deadlines.ts): most are cancelled, the reply came.
+    const deadline = ms === Infinity ? undefined : new Deadline(ms, () => giveUp(timeout()));
     const stopListening = interrupt?.onAbort(() => giveUp(interrupt.reason));
     const cleanup = (): void => {
       stopListening?.();
-      if (timer !== undefined) clearTimeout(timer);
+      deadline?.cancel();
     };
     work.then(
       (value) => {

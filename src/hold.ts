@@ -54,6 +54,8 @@ export class Hold {
   readonly grantedAt: number;
   /** A `holdWarning` was given for the lease as it stands (cleared when a renewal moves it on). */
   warned = false;
+  /** Its key in the runtime's registry, made once when registered (the release finds it by the same). */
+  registryKey: string | undefined = undefined;
 
   constructor(
     readonly keys: LockKeys,

@@ -95,11 +95,18 @@ export class Padlock extends EventEmitter<PadlockEvents> {
       : new SingleServer(redis, resolved.replyTimeoutMs, resolved.replicas);
     const subscriber = new Subscriber(() => topology.openSubscriber(), reportError);
     this.#timings = resolved.recordTimings === undefined ? undefined : new TimingsRecorder(redis, this.prefix, resolved.recordTimings);
-    const observer: Observer | undefined = bothObservers(resolved.metrics === undefined ? undefined : new Metrics(resolved.metrics), this.#timings);
+    const timings = this.#timings;
+    const metrics = resolved.metrics === undefined ? undefined : new Metrics(resolved.metrics);
+    const withMetrics = metrics === undefined ? timings : bothObservers(metrics, timings);
+    // Metrics that record nothing (no OpenTelemetry SDK registered) are told nothing: they cost nothing.
+    const observing = (): Observer | undefined => (metrics !== undefined && metrics.recording ? withMetrics : timings);
+    // An event's payload is made only when someone listens (most applications listen to none).
+    const listens = (event: keyof PadlockEvents): boolean => this.listenerCount(event) > 0;
     const watchdog = new Watchdog({
       // A group holds only holds of one family (one renew script) on one node: one round trip.
       renew: (holds) => {
         const renewing = renewTogether(topology, holds, reportError);
+        const observer = observing();
         if (observer === undefined) return renewing;
         return renewing.then((remaining) => {
           holds.forEach((hold, i) => {
@@ -110,7 +117,9 @@ export class Padlock extends EventEmitter<PadlockEvents> {
         });
       },
       groupOf: (hold) => `${hold.lock.family}\n${topology.nodeOf(hold.keys.lock)}`,
-      renewed: (hold) => emit('extended', holdEvent(hold)),
+      renewed: (hold) => {
+        if (listens('extended')) emit('extended', holdEvent(hold));
+      },
       lost: (hold, reason) => runtime.lost(hold, reason),
       failed: reportError,
       warn: (hold) => {
@@ -121,9 +130,25 @@ export class Padlock extends EventEmitter<PadlockEvents> {
     });
     const clientId = randomBytes(8).toString('hex');
     const liveness: Liveness = new Liveness({ topology, holding: (): boolean => runtime.holds.size > 0, failed: reportError }, this.prefix, clientId, resolved.livenessMs);
-    const runtime = new Runtime(watchdog, subscriber, emit, observer, liveness);
+    const runtime = new Runtime(watchdog, subscriber, emit, listens, observing, liveness);
     const reaper = resolved.reapDeadHolders ? new Reaper(topology, this.prefix, reportError, (work) => runtime.track(work)) : undefined;
-    this.shared = { topology, subscriber, watchdog, runtime, clientId, prefix: this.prefix, leaseMs: this.leaseMs, emit, observer, liveness, reaper, contact: new Contact() };
+    this.shared = {
+      topology,
+      subscriber,
+      watchdog,
+      runtime,
+      clientId,
+      prefix: this.prefix,
+      leaseMs: this.leaseMs,
+      emit,
+      listens,
+      get observer() {
+        return observing();
+      },
+      liveness,
+      reaper,
+      contact: new Contact(),
+    };
     if (resolved.releaseOnExit) releaseOnExit(this);
   }
 

@@ -6,7 +6,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { monotonicNow, settleWithin } from './clock.js';
 import { LockLostError, PadlockClosedError, type LockLostReason } from './errors.js';
-import { holdEvent, type Emit } from './events.js';
+import { holdEvent, type Emit, type PadlockEvents } from './events.js';
 import type { Hold } from './hold.js';
 import { Interrupt, type Abortable } from './interrupt.js';
 import type { Liveness } from './liveness.js';
@@ -34,7 +34,10 @@ export class Runtime {
     private readonly watchdog: Watchdog,
     private readonly subscriber: Subscriber,
     private readonly emit: Emit,
-    private readonly observer: Observer | undefined,
+    /** Whether an event has a listener (its payload is made only then). */
+    private readonly listens: (event: keyof PadlockEvents) => boolean,
+    /** The metrics while they record (undefined otherwise). */
+    private readonly observing: () => Observer | undefined,
     private readonly liveness: Liveness,
   ) {}
 
@@ -100,7 +103,8 @@ export class Runtime {
 
   /** Starts tracking a new hold (and renewing it). */
   register(hold: Hold): void {
-    this.#holds.set(holdKey(hold.keys.lock, hold.owner), hold);
+    hold.registryKey = holdKey(hold.keys.lock, hold.owner);
+    this.#holds.set(hold.registryKey, hold);
     this.watchdog.add(hold);
     this.liveness.held();
   }
@@ -108,8 +112,8 @@ export class Runtime {
   #forget(hold: Hold, state: 'released' | 'lost', reason?: LockLostReason): boolean {
     if (hold.state !== 'held') return false;
     hold.state = state;
-    this.observer?.holdEnded(hold.lock, monotonicNow() - hold.grantedAt, reason);
-    const key = holdKey(hold.keys.lock, hold.owner);
+    this.observing()?.holdEnded(hold.lock, monotonicNow() - hold.grantedAt, reason);
+    const key = hold.registryKey ?? holdKey(hold.keys.lock, hold.owner);
     if (this.#holds.get(key) === hold) this.#holds.delete(key);
     this.watchdog.remove(hold);
     return true;
@@ -125,7 +129,7 @@ export class Runtime {
 
   /** Marks a hold released (its owner holds nothing more here). Idempotent. */
   released(hold: Hold): void {
-    if (this.#forget(hold, 'released')) this.emit('released', holdEvent(hold));
+    if (this.#forget(hold, 'released') && this.listens('released')) this.emit('released', holdEvent(hold));
   }
 
   /**

@@ -1,5 +1,5 @@
 /** What every lock of one Padlock shares: built once by the Padlock, handed to each lock it makes. */
-import type { Emit } from './events.js';
+import type { Emit, PadlockEvents } from './events.js';
 import type { Liveness } from './liveness.js';
 import type { Contact } from './locks/outage.js';
 import type { Reaper } from './reaping.js';
@@ -24,7 +24,9 @@ export interface Shared {
   /** The default lease. */
   readonly leaseMs: number;
   readonly emit: Emit;
-  /** The metrics, when on: told of every acquisition, refused attempt, hold's end and renewal. */
+  /** Whether `event` has a listener: a payload made for nobody is not made. */
+  readonly listens: (event: keyof PadlockEvents) => boolean;
+  /** The metrics, while they record: told of every acquisition, refused attempt, hold's end and renewal. */
   readonly observer: Observer | undefined;
   /** The Padlock's liveness key: written before any call that may grant it a hold, kept while it holds or waits. */
   readonly liveness: Liveness;

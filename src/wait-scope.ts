@@ -6,6 +6,7 @@
  */
 import { bound, monotonicNow } from './clock.js';
 import { LockTimeoutError, PadlockClosedError, type RedisUnavailableError } from './errors.js';
+import { Deadline } from './deadlines.js';
 import { Interrupt, type Abortable } from './interrupt.js';
 
 /**
@@ -21,8 +22,13 @@ export class WaitScope {
   /** Aborted by an interruption or by the deadline. */
   readonly #stop = new Interrupt();
   readonly #started = monotonicNow();
-  readonly #timer: NodeJS.Timeout | undefined;
-  readonly #unlink: () => void;
+  /** The `waitMs` deadline (on the shared timer, deadlines.ts); it keeps the process alive, as the wait does. */
+  readonly #deadline: Deadline | undefined;
+  /** The caller's signal and the listener on it (only when one was given). */
+  readonly #userSignal: AbortSignal | undefined;
+  readonly #onUser: (() => void) | undefined;
+  /** Stops listening to close(). */
+  readonly #stopClose: () => void;
   /** Where the waiting call was made, for the time-out's stack (captured only when it can time out). */
   readonly #calledFrom: { stack?: string } | undefined;
 
@@ -39,26 +45,22 @@ export class WaitScope {
     /** Makes the error for a call with no reply within the given ms. */
     private readonly noReply: (lock: string, ms: number) => RedisUnavailableError,
   ) {
-    const interrupt = (reason: unknown): void => {
-      this.#interrupt.abort(reason);
-      this.#stop.abort(reason);
-    };
-    const onUser = (): void => interrupt(userSignal?.reason);
-    const onClose = (): void => interrupt(new PadlockClosedError(lock));
-    userSignal?.addEventListener('abort', onUser, { once: true });
-    const stopClose = closing.onAbort(onClose);
-    this.#unlink = () => {
-      userSignal?.removeEventListener('abort', onUser);
-      stopClose();
-    };
-    if (userSignal?.aborted) onUser();
-    else if (closing.aborted) onClose();
+    // Made per acquisition: only the listeners it needs (one on close(), one on a signal if given).
+    if (userSignal !== undefined) {
+      const onUser = (): void => this.#interruptWith(userSignal.reason);
+      userSignal.addEventListener('abort', onUser, { once: true });
+      this.#userSignal = userSignal;
+      this.#onUser = onUser;
+    }
+    this.#stopClose = closing.onAbort(() => this.#interruptWith(new PadlockClosedError(lock)));
+    if (userSignal?.aborted === true) this.#interruptWith(userSignal.reason);
+    else if (closing.aborted) this.#interruptWith(new PadlockClosedError(lock));
     if (waitMs > 0 && waitMs !== Infinity) {
       // The frames are collected now and formatted only if the error is made.
       const calledFrom: { stack?: string } = {};
       Error.captureStackTrace(calledFrom, WaitScope);
       this.#calledFrom = calledFrom;
-      this.#timer = setTimeout(() => this.#stop.abort(this.timeout()), waitMs);
+      this.#deadline = new Deadline(waitMs, () => this.#stop.abort(this.timeout()), true);
     }
   }
 
@@ -121,9 +123,15 @@ export class WaitScope {
     this.onHeld?.(first);
   }
 
-  /** Clears the timer and listeners. */
+  /** Cancels the deadline and the listeners. */
   dispose(): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#unlink();
+    this.#deadline?.cancel();
+    if (this.#onUser !== undefined) this.#userSignal?.removeEventListener('abort', this.#onUser);
+    this.#stopClose();
+  }
+
+  #interruptWith(reason: unknown): void {
+    this.#interrupt.abort(reason);
+    this.#stop.abort(reason);
   }
 }

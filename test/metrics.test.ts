@@ -16,6 +16,7 @@ import {
 } from '@opentelemetry/sdk-metrics';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import type { Padlock } from '../src/index.js';
+import { Metrics } from '../src/observability/metrics.js';
 import type { PadlockOptions } from '../src/options.js';
 import { delay, eventually, padlockOn, startServer } from './harness/redis.js';
 
@@ -186,6 +187,30 @@ describe('metrics through the OpenTelemetry SDK', () => {
       await off.withLock('m:off', () => undefined);
       const acquired = await sdk.histogram('padlock.lock.acquire.duration', { ...MUTEX, 'padlock.outcome': 'acquired' });
       assert.equal(acquired?.count, 1, 'the default Padlock recorded; the one with metrics: false did not');
+    } finally {
+      otelMetrics.disable();
+    }
+  });
+
+  it('tells metrics that record nothing (no SDK registered: the global no-op provider) nothing at all, and an SDK registered first everything', async () => {
+    otelMetrics.disable();
+    const noop = padlockOn(server);
+    const pending = noop.shared.observer;
+    assert.ok(pending instanceof Metrics, 'metrics are on by default while the global provider loads');
+    await pending.ready();
+    assert.equal(noop.shared.observer, undefined, 'a no-op provider: the Padlock stops telling its metrics anything');
+    await noop.withLock('m:noop', () => undefined);
+    const sdk = new Sdk();
+    sdks.push(sdk);
+    assert.equal(otelMetrics.setGlobalMeterProvider(sdk.provider), true);
+    try {
+      const recording = padlockOn(server);
+      const metrics = recording.shared.observer;
+      assert.ok(metrics instanceof Metrics);
+      await metrics.ready();
+      assert.equal(recording.shared.observer, metrics, 'a real provider: told everything');
+      await recording.withLock('m:recorded', () => undefined);
+      assert.equal((await sdk.histogram('padlock.lock.acquire.duration', { ...MUTEX, 'padlock.outcome': 'acquired' }))?.count, 1);
     } finally {
       otelMetrics.disable();
     }

@@ -81,6 +81,31 @@ describe('watchdog', () => {
     await Promise.all(leases.map((lease) => lease.release()));
   });
 
+  it('arms no timer per acquisition: a lock taken and released over and over leaves the watchdog\'s timer armed, and its calls share one time-out timer', async () => {
+    const padlock = padlockOn(server);
+    const mutex = padlock.mutex('wd:timers');
+    const cycle = async (options?: { waitMs: number }): Promise<void> => {
+      const lease = await mutex.acquire(options);
+      await lease.release();
+    };
+    for (let i = 0; i < 20; i++) await cycle();
+    const original = globalThis.setTimeout;
+    let armed = 0;
+    globalThis.setTimeout = ((...args: Parameters<typeof setTimeout>) => {
+      armed++;
+      return original(...args);
+    }) as typeof setTimeout;
+    try {
+      for (let i = 0; i < 100; i++) await cycle();
+      for (let i = 0; i < 100; i++) await cycle({ waitMs: 60_000 });
+    } finally {
+      globalThis.setTimeout = original;
+    }
+    // Before: three or four timers per acquire+release (the attempt's and the release's reply
+    // time-outs, the watchdog's, the waitMs deadline's). Now the odd re-arm only.
+    assert.ok(armed <= 10, `${armed} timers armed for 200 acquire+release pairs`);
+  });
+
   it('stops renewing at release and at close', async () => {
     const admin = connect(server);
     const padlock = padlockOn(server, { leaseMs: 150 });

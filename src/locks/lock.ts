@@ -151,7 +151,7 @@ export abstract class Lock implements Lockable, HoldLock {
     if (!hold.alive) throw new LockNotHeldError(hold.name, hold.owner, 'extend');
     hold.renewed(sentAt, pttl);
     this.shared.watchdog.update(hold);
-    this.shared.emit('extended', holdEvent(hold));
+    if (this.shared.listens('extended')) this.shared.emit('extended', holdEvent(hold));
   }
 
   async #acquire(options: AcquireOptions | undefined, defaultWaitMs: number, freshOwner?: string): Promise<Lease> {
@@ -172,7 +172,9 @@ export abstract class Lock implements Lockable, HoldLock {
       else if (opts.owner !== undefined) lease = await this.#reenterRemote(opts.owner, opts, scope);
       else {
         const owner = freshOwner ?? newOwnerToken();
-        lease = this.#newHold(owner, await this.#obtainInTime(owner, opts, scope), opts, scope);
+        const grant = await this.obtain(owner, opts, scope);
+        // A grant in time (nearly always) goes straight to its hold: no async step more per acquisition.
+        lease = this.#newHold(owner, inTime(grant, opts.leaseMs) ? grant : await this.#obtainInTime(owner, grant, opts, scope), opts, scope);
       }
       observer?.acquireEnded(this, existing === undefined && opts.owner === undefined ? 'acquired' : 'reentered', scope.waitedMs, since(scope.firstHeldAt));
       return lease;
@@ -185,13 +187,13 @@ export abstract class Lock implements Lockable, HoldLock {
   }
 
   /**
-   * {@link obtain}, but never a grant whose lease has already run out by this client's conservative
-   * clock (a server stall, a late reply, a handoff read late): such a grant is renewed at once if the
-   * server still has it for `owner`, else given back, and the wait goes on within its scope (a
-   * time-out then is `LockTimeoutError`, as for any wait).
+   * Never a grant whose lease has already run out by this client's conservative clock (a server
+   * stall, a late reply, a handoff read late): `first`, what {@link obtain} gave, or if it is out of
+   * time, the same renewed at once if the server still has it for `owner`, else it is given back and
+   * the wait goes on within its scope (a time-out then is `LockTimeoutError`, as for any wait).
    */
-  async #obtainInTime(owner: string, opts: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant> {
-    let grant = await this.obtain(owner, opts, scope);
+  async #obtainInTime(owner: string, first: Grant, opts: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant> {
+    let grant = first;
     while (!inTime(grant, opts.leaseMs)) {
       const renewed = await this.#renewGrant(owner, grant, opts, scope);
       if (renewed !== undefined) {
@@ -226,7 +228,7 @@ export abstract class Lock implements Lockable, HoldLock {
     const hold = new Hold(this.keys, owner, grant.fence, this, opts.leaseMs, opts.autoExtend, grant.sentAt, grant.pttl);
     hold.count = 1;
     this.shared.runtime.register(hold);
-    this.shared.emit('acquired', { name: this.name, owner, fence: grant.fence, holdCount: grant.holdCount, waitedMs: scope.waitedMs });
+    if (this.shared.listens('acquired')) this.shared.emit('acquired', { name: this.name, owner, fence: grant.fence, holdCount: grant.holdCount, waitedMs: scope.waitedMs });
     return new Lease(hold, grant.holdCount);
   }
 
@@ -244,7 +246,7 @@ export abstract class Lock implements Lockable, HoldLock {
     hold.autoExtend ||= opts.autoExtend;
     hold.renewed(sentAt, grant.pttl);
     this.shared.watchdog.update(hold);
-    this.shared.emit('acquired', { name: this.name, owner: hold.owner, fence: hold.fence, holdCount: grant.holdCount, waitedMs: scope.waitedMs });
+    if (this.shared.listens('acquired')) this.shared.emit('acquired', { name: this.name, owner: hold.owner, fence: hold.fence, holdCount: grant.holdCount, waitedMs: scope.waitedMs });
     return new Lease(hold, grant.holdCount);
   }
 

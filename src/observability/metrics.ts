@@ -94,6 +94,8 @@ function instruments(meter: MeterLike): Instruments {
 /** What `@opentelemetry/api` exports that padlock uses. */
 interface OtelApi {
   readonly metrics: { getMeterProvider(): MeterProviderLike };
+  /** The meter of the API's no-op provider (one object), which the global provider is until an SDK registers. */
+  readonly createNoopMeter?: () => unknown;
 }
 
 /** The global provider's source: loading, loaded (the api module), or absent (`null`). */
@@ -150,12 +152,24 @@ export class Metrics implements Observer {
       this.#pending = undefined;
       if (api === null) return;
       try {
-        this.#instruments = instruments(api.metrics.getMeterProvider().getMeter(METER_NAME));
+        const meter = api.metrics.getMeterProvider().getMeter(METER_NAME);
+        // No SDK registered: the global provider is the API's no-op one, for good (an SDK
+        // registered later is not seen by meters taken before). Record nothing then, at no cost.
+        if (meter === api.createNoopMeter?.()) return;
+        this.#instruments = instruments(meter);
       } catch {
         return; // a broken global provider: record nothing rather than throw from a promise
       }
       for (const record of pending) record(this.#instruments);
     });
+  }
+
+  /**
+   * Whether anything is recorded: false once the global provider turned out absent or a no-op
+   * (then the Padlock stops telling this observer anything: metrics that record nothing cost nothing).
+   */
+  get recording(): boolean {
+    return this.#instruments !== undefined || this.#pending !== undefined;
   }
 
   /** Resolves when the meter is known (at once with a `meterProvider`); for tests. */
