@@ -119,16 +119,13 @@ const projects: Project[] = [
   typescript('ioredis5', 'esm', 'esnext', 'bundler'),
   typescript('ioredis5', 'esm', 'preserve', 'bundler'),
   typescript('ioredis5', 'cjs', 'commonjs', 'node10'),
+  // The other clients: how padlock's own types resolve is the ioredis 5 projects' business above;
+  // these show each client's examples compile and run, in an ES module JavaScript project (which
+  // also runs them with Redis down) and a CommonJS TypeScript one (7 more projects cost the suite
+  // ~50 s of a 2-core machine and checked nothing these do not).
   js('ioredis6', 'esm'),
-  js('ioredis6', 'cjs'),
-  typescript('ioredis6', 'esm', 'nodenext', 'nodenext'),
   typescript('ioredis6', 'cjs', 'node16', 'node16'),
-  typescript('ioredis6', 'cjs', 'commonjs', 'node10'),
   js('node-redis', 'esm'),
-  js('node-redis', 'cjs'),
-  typescript('node-redis', 'esm', 'nodenext', 'nodenext'),
-  typescript('node-redis', 'esm', 'esnext', 'bundler'),
-  typescript('node-redis', 'cjs', 'node16', 'node16'),
   typescript('node-redis', 'cjs', 'commonjs', 'node10'),
 ];
 
