@@ -10,8 +10,9 @@
  *   the call declares; `groupOf` groups by master set (one round trip per master per tick).
  * - Replica acknowledgement: `run`/`send` pipeline `WAIT min timeout` after a call that writes.
  * - Cluster: the client routes by slot; `groupOf` groups renewals by the node that owns the slot.
- * - A non-Redis CP store (etcd: leases and revisions) would implement the same interface with its
- *   own protocols: a kind's protocol is chosen by the topology, not by the lock.
+ *
+ * This seam speaks Redis (script calls, slots, pub/sub): a store that is not Redis (ZooKeeper, etcd)
+ * cannot plug in here; it needs a seam above the lock kinds (docs/design.md, issue 25).
  */
 import type { RedisUnavailableError } from '../errors.js';
 import type { Arg, SubscriberConnection } from '../redis/connection.js';
