@@ -123,7 +123,12 @@ const REFUSALS: Partial<Record<LockKindName, string>> = {
 
 export class Redlock implements Topology {
   readonly description: string;
-  readonly extraReplyMs = 0;
+  /**
+   * A round is decided by its per-master time-outs (at most {@link MAX_NODE_TIMEOUT_MS}): a wait's
+   * grace outlasts them by this much, so that masters that stay silent are reported as a
+   * `QuorumError` naming each one, not raced by the wait's own bound into a bare time-out.
+   */
+  readonly extraReplyMs = 250;
   /** A grant counts once a majority confirmed it: handoff messages are never taken at their word. */
   readonly confirmsGrants = true;
   readonly shardedPubSub = false;
