@@ -153,6 +153,11 @@ function sendJson(res: ServerResponse, status: number, value: unknown): void {
 
 /** The request's body as text, at most {@link MAX_BODY} bytes. */
 async function readBody(req: IncomingMessage): Promise<string> {
+  // Behind a body parser (Express's express.json(), say) the stream was read already: its result is here.
+  const parsed = (req as { body?: unknown }).body;
+  if (typeof parsed === 'string') return parsed;
+  if (Buffer.isBuffer(parsed)) return parsed.toString('utf8');
+  if (typeof parsed === 'object' && parsed !== null && Object.keys(parsed).length > 0) return JSON.stringify(parsed);
   let body = '';
   for await (const chunk of req as AsyncIterable<Buffer>) {
     body += chunk.toString('utf8');
