@@ -183,18 +183,33 @@ export function lockKeyPattern(prefix: string, namePattern: string): string {
   return `${globEscape(prefix)}:{${hashTag(namePattern)}}:*`;
 }
 
-/** The name and key role of `key` if it is one of a lock's keys under `prefix`, else `undefined`. */
-export function parseLockKey(prefix: string, key: string): { name: string; role: KeyState['role'] } | undefined {
+/**
+ * The lock name and the suffix of `key` if it is `<prefix>:{<name's tag>}:<suffix>` for a name
+ * padlock could have written (hashTag(name) gives the tag back), else `undefined`.
+ */
+export function parseTaggedKey(prefix: string, key: string): { name: string; suffix: string } | undefined {
   if (!key.startsWith(`${prefix}:{`)) return undefined;
   const close = key.lastIndexOf('}:');
   if (close < prefix.length + 2) return undefined;
   const tag = key.slice(prefix.length + 2, close);
-  const role = key.slice(close + 2);
-  if (/[{}]/.test(tag) || !isRole(role)) return undefined;
+  if (/[{}]/.test(tag)) return undefined;
   const name = tag.replace(/%(25|7B|7D)/g, (_, code: string) => (code === '25' ? '%' : code === '7B' ? '{' : '}'));
-  // Only names padlock could have written: hashTag(name) must give this tag back.
   if (hashTag(name) !== tag || name.length === 0) return undefined;
-  return { name, role };
+  return { name, suffix: key.slice(close + 2) };
+}
+
+/** The name and key role of `key` if it is one of a lock's keys under `prefix`, else `undefined`. */
+export function parseLockKey(prefix: string, key: string): { name: string; role: KeyState['role'] } | undefined {
+  const parsed = parseTaggedKey(prefix, key);
+  return parsed === undefined || !isRole(parsed.suffix) ? undefined : { name: parsed.name, role: parsed.suffix };
+}
+
+/** Options of {@link scanLocks}. */
+export interface ScanOptions {
+  /** Keys per `SCAN` step. @default 1000 */
+  readonly count?: number;
+  /** Told of each key under a lock's tag that is none of its lock keys (e.g. its recorded timings). */
+  readonly otherKey?: (name: string, suffix: string) => void;
 }
 
 /**
@@ -203,7 +218,7 @@ export function parseLockKey(prefix: string, key: string): { name: string; role:
  * its last fence). Walks every node with `SCAN` (never `KEYS`), `count` keys a step.
  * @returns the locks, sorted by name, then family (mutex, readWrite, semaphore)
  */
-export async function scanLocks(nodes: readonly ScanNode[], prefix: string, namePattern: string, options: { count?: number } = {}): Promise<LockId[]> {
+export async function scanLocks(nodes: readonly ScanNode[], prefix: string, namePattern: string, options: ScanOptions = {}): Promise<LockId[]> {
   const pattern = lockKeyPattern(prefix, namePattern);
   const found = new Map<string, Set<LockKind>>();
   await Promise.all(
@@ -213,10 +228,14 @@ export async function scanLocks(nodes: readonly ScanNode[], prefix: string, name
         const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', options.count ?? 1_000);
         cursor = next;
         for (const key of keys) {
-          const parsed = parseLockKey(prefix, key);
+          const parsed = parseTaggedKey(prefix, key);
           if (parsed === undefined) continue;
+          if (!isRole(parsed.suffix)) {
+            options.otherKey?.(parsed.name, parsed.suffix);
+            continue;
+          }
           const kinds = found.get(parsed.name) ?? new Set<LockKind>();
-          kinds.add(kindOfRole(parsed.role));
+          kinds.add(kindOfRole(parsed.suffix));
           found.set(parsed.name, kinds);
         }
       } while (cursor !== '0');
@@ -226,7 +245,7 @@ export async function scanLocks(nodes: readonly ScanNode[], prefix: string, name
 }
 
 /** The names of the locks {@link scanLocks} finds, each once whatever its families, sorted. */
-export async function scanLockNames(nodes: readonly ScanNode[], prefix: string, namePattern: string, options: { count?: number } = {}): Promise<string[]> {
+export async function scanLockNames(nodes: readonly ScanNode[], prefix: string, namePattern: string, options: ScanOptions = {}): Promise<string[]> {
   return [...new Set((await scanLocks(nodes, prefix, namePattern, options)).map((lock) => lock.name))];
 }
 

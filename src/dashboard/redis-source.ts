@@ -11,8 +11,8 @@
  * per lock found, one EXISTS per distinct client holding a lock, one HGETALL per recorded name
  * shown, and one LRANGE of the audit log (docs/dashboard.md has measurements).
  */
-import { hashTag, livenessKey } from '../keys.js';
-import { inUse, kindLabel, kindOfRole, LockReader, lockKeyPattern, parseLockKey, type LockId, type LockKind, type LockState } from '../inspection.js';
+import { livenessKey } from '../keys.js';
+import { inUse, kindLabel, LockReader, scanLocks, type LockId, type LockKind, type LockState, type ScanNode } from '../inspection.js';
 import { clientsAliveCall } from '../liveness.js';
 import { Padlock } from '../padlock.js';
 import { checkPrefix } from '../options.js';
@@ -124,33 +124,9 @@ export class RedisSource implements DashboardSource {
 
   /** SCANs every node: the locks (name and family) that have a key, and the names with distributions. */
   async #scan(): Promise<Found> {
-    const pattern = lockKeyPattern(this.#prefix, '*');
-    const kinds = new Map<string, Set<LockKind>>();
     const timings = new Set<string>();
-    const nodes = (await Promise.all(this.#clients.map((client) => scanConnections(client)))).flat();
-    await Promise.all(
-      nodes.map(async (node) => {
-        const runner = new ScriptRunner(node);
-        let cursor = '0';
-        do {
-          const step = await runner.send(scanScript, [], [cursor, pattern, SCAN_COUNT]);
-          cursor = step.cursor;
-          for (const key of step.keys) {
-            const parsed = parseLockKey(this.#prefix, key);
-            if (parsed !== undefined) {
-              const set = kinds.get(parsed.name) ?? new Set<LockKind>();
-              set.add(kindOfRole(parsed.role));
-              kinds.set(parsed.name, set);
-            } else if (key.endsWith(`}:${TIMINGS_SUFFIX}`)) {
-              const name = timingsName(this.#prefix, key);
-              if (name !== undefined) timings.add(name);
-            }
-          }
-        } while (cursor !== '0');
-      }),
-    );
-    const order: readonly LockKind[] = ['mutex', 'readWrite', 'semaphore'];
-    const locks = [...kinds.keys()].sort().flatMap((name) => order.filter((kind) => kinds.get(name)?.has(kind)).map((kind) => ({ name, kind })));
+    const nodes = (await Promise.all(this.#clients.map((client) => scanConnections(client)))).flat().map(scanNode);
+    const locks = await scanLocks(nodes, this.#prefix, '*', { count: SCAN_COUNT, otherKey: (name, suffix) => suffix === TIMINGS_SUFFIX && timings.add(name) });
     return { locks, timings };
   }
 
@@ -205,15 +181,15 @@ export class RedisSource implements DashboardSource {
   }
 }
 
-/** The name of a timings key under `prefix`, or `undefined` if it is none padlock wrote. */
-function timingsName(prefix: string, key: string): string | undefined {
-  const start = `${prefix}:{`;
-  const end = `}:${TIMINGS_SUFFIX}`;
-  if (!key.startsWith(start) || !key.endsWith(end)) return undefined;
-  const tag = key.slice(start.length, key.length - end.length);
-  if (/[{}]/.test(tag)) return undefined;
-  const name = tag.replace(/%(25|7B|7D)/g, (_, code: string) => (code === '25' ? '%' : code === '7B' ? '{' : '}'));
-  return name !== '' && hashTag(name) === tag ? name : undefined;
+/** A server's `SCAN` through the dashboard's scan script (the same call on every client library padlock supports). */
+function scanNode(connection: CommandConnection): ScanNode {
+  const runner = new ScriptRunner(connection);
+  return {
+    async scan(cursor, _match, pattern, _count, n) {
+      const step = await runner.send(scanScript, [], [cursor, pattern, n]);
+      return [step.cursor, step.keys];
+    },
+  };
 }
 
 /** The page's view of one lock, with its holders' liveness and, for a dead holder, what the reaper would do. */
