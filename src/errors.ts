@@ -10,7 +10,10 @@ export type PadlockErrorCode =
   | 'LOCK_LOST'
   | 'QUORUM'
   | 'INVALID_OPTION'
+  | 'STORE_UNAVAILABLE'
   | 'REDIS_UNAVAILABLE'
+  | 'ZOOKEEPER_UNAVAILABLE'
+  | 'ETCD_UNAVAILABLE'
   | 'REDIS_COMMAND'
   | 'REPLICA_ACK'
   | 'CLOSED'
@@ -148,16 +151,36 @@ export class PadlockOptionError extends PadlockError {
   }
 }
 
+/**
+ * The store the locks live in (Redis, ZooKeeper, etcd) did not answer in time, or could not be
+ * reached. Each store raises its own subclass ({@link RedisUnavailableError} and the like, each with
+ * its own `code`); catch this class to handle any of them.
+ */
+export class StoreUnavailableError extends PadlockError {
+  /** `'StoreUnavailableError'`, or the subclass's name: also across copies of padlock (where `instanceof` fails). */
+  override readonly name: string = 'StoreUnavailableError';
+  /** `'STORE_UNAVAILABLE'`, or the store's own code (`'REDIS_UNAVAILABLE'`, …): stable across versions. */
+  readonly code: 'STORE_UNAVAILABLE' | 'REDIS_UNAVAILABLE' | 'ZOOKEEPER_UNAVAILABLE' | 'ETCD_UNAVAILABLE' = 'STORE_UNAVAILABLE';
+
+  /**
+   * Made by padlock; exported for `instanceof` and for tests of code that handles it.
+   * @param store what was unavailable, for the message: `'Redis'`, `'ZooKeeper'`, `'etcd'`
+   */
+  constructor(lock: string | undefined, cause: unknown, what?: string, store = 'the lock store') {
+    super(`${store} is unavailable${lock === undefined ? '' : ` for lock "${lock}"`}: ${what ?? messageOf(cause)}`, lock, { cause });
+  }
+}
+
 /** Redis could not be reached, or the connection failed mid-command. The client's error is the `cause`. */
-export class RedisUnavailableError extends PadlockError {
+export class RedisUnavailableError extends StoreUnavailableError {
   /** `'RedisUnavailableError'`: the class's name, also across copies of padlock (where `instanceof` fails). */
   override readonly name = 'RedisUnavailableError';
   /** `'REDIS_UNAVAILABLE'`: stable across versions; test errors by it. */
-  readonly code = 'REDIS_UNAVAILABLE';
+  override readonly code = 'REDIS_UNAVAILABLE';
 
   /** Made by padlock; exported for `instanceof` and for tests of code that handles it. */
   constructor(lock: string | undefined, cause: unknown, what?: string) {
-    super(`Redis is unavailable${lock === undefined ? '' : ` for lock "${lock}"`}: ${what ?? messageOf(cause)}`, lock, { cause });
+    super(lock, cause, what, 'Redis');
   }
 }
 

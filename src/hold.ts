@@ -4,7 +4,7 @@
  */
 import { driftMs, monotonicNow } from './clock.js';
 import type { LockKeys } from './keys.js';
-import type { LockKindName, ScriptCall } from './topology/topology.js';
+import type { LockKindName } from './store.js';
 
 /** A hold warns (`holdWarning`) once this share of its lease has gone by without a renewal. */
 export const HOLD_WARNING_AT = 0.8;
@@ -20,10 +20,8 @@ export interface HoldLock {
   readonly name: string;
   /** Holds of locks with the same family are renewed by the same script, so may share a call. */
   readonly family: string;
-  /** The call that renews `holds` (all of this family and one topology group). */
-  renewCall(holds: readonly Hold[]): ScriptCall<number[]>;
-  /** Releases `count` holds in Redis; resolves with the holds the owner has left. Rejects `LockNotHeldError`. */
-  releaseInRedis(hold: Hold, count: number): Promise<number>;
+  /** Releases `count` holds in the store; resolves with the holds the owner has left. Rejects `LockNotHeldError`. */
+  releaseInStore(hold: Hold, count: number): Promise<number>;
   /** A lease's `release()`: releases `count` holds and keeps the books (released, lost). */
   release(hold: Hold, count: number): Promise<void>;
   /** A lease's `extend(ms)`. */

@@ -2,10 +2,10 @@
 export { Padlock } from './padlock.js';
 export { Lease } from './lease.js';
 export type { Lockable } from './locks/lock.js';
-export type { ReadWriteLock } from './locks/read-write.js';
+export type { ReadWriteLock } from './locks/read-write-lock.js';
 export { MultiLease } from './locks/multi-lease.js';
 export type { MultiLockable } from './locks/multi.js';
-export type { SemaphoreLock, SemaphoreAcquireOptions } from './locks/semaphore.js';
+export type { SemaphoreLock, SemaphoreAcquireOptions } from './locks/semaphore-lock.js';
 export type { AcquireOptions, CloseOptions, MetricsOptions, PadlockOptions } from './options.js';
 export type { RecordTimingsOptions } from './timings-recorder.js';
 export type { AcquiredEvent, HoldEvent, HoldWarningEvent, HoldWarningReason, PadlockEvents } from './events.js';
@@ -18,6 +18,7 @@ export {
   QuorumError,
   PadlockOptionError,
   RedisUnavailableError,
+  StoreUnavailableError,
   RedisCommandError,
   ReplicaAckError,
   PadlockClosedError,

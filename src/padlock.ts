@@ -2,35 +2,25 @@
  * The client: options, the parts its locks share (topology, subscriber, watchdog, runtime), and
  * factories for each lock kind.
  */
-import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { holdEvent, holdWarningEvent, type Emit, type PadlockEvents } from './events.js';
 import type { Lease } from './lease.js';
 import type { Lockable } from './locks/lock.js';
-import { FairMutex } from './locks/fair-mutex.js';
-import { Mutex } from './locks/mutex.js';
-import { readWriteLock, type ReadWriteLock } from './locks/read-write.js';
+import type { ReadWriteLock } from './locks/read-write-lock.js';
 import { MultiLock, type MultiLockable } from './locks/multi.js';
-import { checkPermits, Semaphore, type SemaphoreLock } from './locks/semaphore.js';
+import { checkPermits, type SemaphoreLock } from './locks/semaphore-lock.js';
 import { checkName, resolveCloseOptions, resolvePadlockOptions, type AcquireOptions, type CloseOptions, type PadlockOptions } from './options.js';
 import { PadlockOptionError } from './errors.js';
-import type { CommandConnection } from './redis/connection.js';
 import { ErrorReports } from './redis/error-reports.js';
 import { Runtime } from './runtime.js';
 import type { Shared } from './shared.js';
-import { Subscriber } from './subscriber.js';
-import { Redlock } from './topology/redlock.js';
-import { SingleServer } from './topology/single-server.js';
-import type { LockKindName, Topology } from './topology/topology.js';
-import { renewTogether } from './renewals.js';
+import type { LockKindName, Store } from './store.js';
+import { RedisStore } from './stores/redis-store.js';
 import { Watchdog } from './watchdog.js';
 import { debug, debugEnabled } from './observability/debug-log.js';
 import { Metrics } from './observability/metrics.js';
 import type { Observer } from './observability/observer.js';
 import { forgetOnExit, releaseOnExit } from './shutdown.js';
-import { Liveness } from './liveness.js';
-import { Reaper } from './reaping.js';
-import { Contact } from './locks/outage.js';
 import { bothObservers, TimingsRecorder } from './timings-recorder.js';
 
 /**
@@ -89,12 +79,12 @@ export class Padlock extends EventEmitter<PadlockEvents> {
     // One `error` event per outage, not one per failed call (redis/error-reports.ts).
     const errorReports = new ErrorReports((error) => emit('error', error));
     const reportError = (error: unknown): void => errorReports.report(error);
-    const { redis } = resolved;
-    const topology: Topology = isMasters(redis)
-      ? new Redlock(redis, resolved.replyTimeoutMs, { leaseMs: resolved.leaseMs, prefix: this.prefix, track: (work) => runtime.track(work) })
-      : new SingleServer(redis, resolved.replyTimeoutMs, resolved.replicas);
-    const subscriber = new Subscriber(() => topology.openSubscriber(), reportError);
-    this.#timings = resolved.recordTimings === undefined ? undefined : new TimingsRecorder(redis, this.prefix, resolved.recordTimings);
+    const store: Store = new RedisStore(resolved, {
+      track: (work) => runtime.track(work),
+      holding: () => runtime.holds.size > 0,
+      report: reportError,
+    });
+    this.#timings = resolved.recordTimings === undefined ? undefined : new TimingsRecorder(resolved.redis, this.prefix, resolved.recordTimings);
     const timings = this.#timings;
     const metrics = resolved.metrics === undefined ? undefined : new Metrics(resolved.metrics);
     const withMetrics = metrics === undefined ? timings : bothObservers(metrics, timings);
@@ -103,9 +93,8 @@ export class Padlock extends EventEmitter<PadlockEvents> {
     // An event's payload is made only when someone listens (most applications listen to none).
     const listens = (event: keyof PadlockEvents): boolean => this.listenerCount(event) > 0;
     const watchdog = new Watchdog({
-      // A group holds only holds of one family (one renew script) on one node: one round trip.
       renew: (holds) => {
-        const renewing = renewTogether(topology, holds, reportError);
+        const renewing = store.renewMany(holds, reportError);
         const observer = observing();
         if (observer === undefined) return renewing;
         return renewing.then((remaining) => {
@@ -116,7 +105,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
           return remaining;
         });
       },
-      groupOf: (hold) => `${hold.lock.family}\n${topology.nodeOf(hold.keys.lock)}`,
+      groupOf: (hold) => store.renewalGroup(hold),
       renewed: (hold) => {
         if (listens('extended')) emit('extended', holdEvent(hold));
       },
@@ -128,16 +117,11 @@ export class Padlock extends EventEmitter<PadlockEvents> {
         emit('holdWarning', warning);
       },
     });
-    const clientId = randomBytes(8).toString('hex');
-    const liveness: Liveness = new Liveness({ topology, holding: (): boolean => runtime.holds.size > 0, failed: reportError }, this.prefix, clientId, resolved.livenessMs);
-    const runtime = new Runtime(watchdog, subscriber, emit, listens, observing, liveness);
-    const reaper = resolved.reapDeadHolders ? new Reaper(topology, this.prefix, reportError, (work) => runtime.track(work)) : undefined;
+    const runtime = new Runtime(watchdog, emit, listens, observing, store);
     this.shared = {
-      topology,
-      subscriber,
+      store,
       watchdog,
       runtime,
-      clientId,
       prefix: this.prefix,
       leaseMs: this.leaseMs,
       emit,
@@ -145,9 +129,6 @@ export class Padlock extends EventEmitter<PadlockEvents> {
       get observer() {
         return observing();
       },
-      liveness,
-      reaper,
-      contact: new Contact(),
     };
     if (resolved.releaseOnExit) releaseOnExit(this);
   }
@@ -158,7 +139,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
    */
   mutex(name: string): Lockable {
     this.#servable('mutex', name);
-    return new Mutex(this.shared, name);
+    return this.shared.store.mutex(this.shared, checkName(name));
   }
 
   /**
@@ -168,7 +149,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
    */
   fairMutex(name: string): Lockable {
     this.#servable('fairMutex', name);
-    return new FairMutex(this.shared, name);
+    return this.shared.store.fairMutex(this.shared, checkName(name));
   }
 
   /**
@@ -187,7 +168,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
    */
   readWrite(name: string): ReadWriteLock {
     this.#servable('readWrite', name);
-    return readWriteLock(this.shared, name);
+    return this.shared.store.readWrite(this.shared, checkName(name));
   }
 
   /**
@@ -218,13 +199,13 @@ export class Padlock extends EventEmitter<PadlockEvents> {
     checkName(name);
     checkPermits('permits', permits);
     this.#servable('semaphore', name);
-    return new Semaphore(this.shared, name, permits);
+    return this.shared.store.semaphore(this.shared, name, permits);
   }
 
   /** Throws `PadlockOptionError` naming the kind and the topology when the topology refuses the kind. */
   #servable(kind: LockKindName, name: string): void {
-    const why = this.shared.topology.refuses(kind);
-    if (why !== undefined) throw new PadlockOptionError(kind, `a lock kind that ${this.shared.topology.description} can serve (${why})`, name);
+    const why = this.shared.store.refuses(kind);
+    if (why !== undefined) throw new PadlockOptionError(kind, `a lock kind that ${this.shared.store.description} can serve (${why})`, name);
   }
 
   /** Shorthand for `padlock.mutex(name).withLock(fn, options)`. */
@@ -258,8 +239,4 @@ export class Padlock extends EventEmitter<PadlockEvents> {
     forgetOnExit(this);
     return this.shared.runtime.close(drainMs).then(() => this.#timings?.close());
   }
-}
-
-function isMasters(redis: CommandConnection | readonly CommandConnection[]): redis is readonly CommandConnection[] {
-  return Array.isArray(redis);
 }

@@ -1,6 +1,6 @@
 /** How the watchdog's due holds become as few round trips as the topology allows. */
 import type { Hold } from './hold.js';
-import type { Topology } from './topology/topology.js';
+import type { ScriptCall, Topology } from './topology/topology.js';
 
 /** The most holds one renewal script call renews. */
 export const RENEWALS_PER_CALL = 500;
@@ -10,7 +10,13 @@ export const RENEWALS_PER_CALL = 500;
  * topology lets one call touch (one Cluster slot), pipelined. Resolves with each hold's remaining
  * lease in order (`undefined` where its call failed, reported once per failed call).
  */
-export async function renewTogether(topology: Topology, holds: readonly Hold[], report: (error: unknown) => void): Promise<(number | undefined)[]> {
+export async function renewTogether(
+  topology: Topology,
+  holds: readonly Hold[],
+  /** The call that renews a batch of holds of one family. */
+  renewCall: (batch: readonly Hold[]) => ScriptCall<number[]>,
+  report: (error: unknown) => void,
+): Promise<(number | undefined)[]> {
   const groups = new Map<string, Hold[]>();
   for (const hold of holds) {
     const group = topology.groupOf(hold.keys.lock);
@@ -22,7 +28,7 @@ export async function renewTogether(topology: Topology, holds: readonly Hold[], 
   // 10 000 holds in one call kept Redis busy for 35–110 ms (the bench's scale run). The calls for one
   // node still go in one pipelined round trip.
   const batches = [...groups.values()].flatMap((group) => chunks(group, RENEWALS_PER_CALL));
-  const outcomes = await topology.runMany(batches.map((batch) => batch[0]!.lock.renewCall(batch)));
+  const outcomes = await topology.runMany(batches.map((batch) => renewCall(batch)));
   const remaining = new Map<Hold, number | undefined>();
   outcomes.forEach((outcome, i) => {
     if (outcome.status === 'rejected') report(outcome.reason);

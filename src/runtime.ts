@@ -1,7 +1,6 @@
 /**
  * The registry of a Padlock's holds, the async context that makes nested acquisitions re-enter,
- * and `close()`. Nothing else: locks run their calls through the topology, the watchdog renews,
- * the subscriber listens.
+ * and `close()`. Nothing else: locks run their calls through their store, the watchdog renews.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { monotonicNow, settleWithin } from './clock.js';
@@ -9,12 +8,11 @@ import { LockLostError, PadlockClosedError, type LockLostReason } from './errors
 import { holdEvent, type Emit, type PadlockEvents } from './events.js';
 import type { Hold } from './hold.js';
 import { Interrupt, type Abortable } from './interrupt.js';
-import type { Liveness } from './liveness.js';
 import type { Observer } from './observability/observer.js';
-import type { Subscriber } from './subscriber.js';
+import type { Store } from './store.js';
 import type { Watchdog } from './watchdog.js';
 
-/** close() waits at most this long for Redis (releases, queue leaves). */
+/** close() waits at most this long for the store (releases, queue leaves). */
 const CLOSE_TIMEOUT_MS = 5_000;
 
 export class Runtime {
@@ -32,13 +30,12 @@ export class Runtime {
 
   constructor(
     private readonly watchdog: Watchdog,
-    private readonly subscriber: Subscriber,
     private readonly emit: Emit,
     /** Whether an event has a listener (its payload is made only then). */
     private readonly listens: (event: keyof PadlockEvents) => boolean,
     /** The metrics while they record (undefined otherwise). */
     private readonly observing: () => Observer | undefined,
-    private readonly liveness: Liveness,
+    private readonly store: Store,
   ) {}
 
   /** Aborted when `close()` starts. */
@@ -106,7 +103,7 @@ export class Runtime {
     hold.registryKey = holdKey(hold.keys.lock, hold.owner);
     this.#holds.set(hold.registryKey, hold);
     this.watchdog.add(hold);
-    this.liveness.held();
+    this.store.holding();
   }
 
   #forget(hold: Hold, state: 'released' | 'lost', reason?: LockLostReason): boolean {
@@ -145,7 +142,8 @@ export class Runtime {
    * Refuses new acquisitions and rejects waits; lets running `withLock` functions finish for up to
    * `drainMs` (their holds renew meanwhile); then tells every hold left (its signal aborts with
    * `PadlockClosedError`) before it stops renewal and releases them, finishes clean-ups and deletes
-   * the liveness key (best effort, bounded), and closes the subscriber.
+   * what the store must finish (Redis: its liveness key; best effort, bounded), and closes what the
+   * store opened.
    */
   close(drainMs: number): Promise<void> {
     this.#closed ??= this.#close(drainMs);
@@ -164,7 +162,7 @@ export class Runtime {
     const releases = Promise.allSettled(
       holds.map(async (hold) => {
         try {
-          await hold.lock.releaseInRedis(hold, hold.count);
+          await hold.lock.releaseInStore(hold, hold.count);
         } finally {
           this.released(hold);
         }
@@ -173,11 +171,11 @@ export class Runtime {
     // Waits that close() just rejected send their clean-up as their rejection unwinds (microtasks,
     // all run before the next macrotask turn).
     await new Promise((resolve) => setImmediate(resolve));
-    // The liveness key goes with them: a hold whose release fails is this closed Padlock's no more,
-    // and may be reaped rather than wait for its lease.
-    await settleWithin(Promise.allSettled([releases, ...this.#cleanups, this.liveness.close(CLOSE_TIMEOUT_MS)]), CLOSE_TIMEOUT_MS);
+    // The store retires beside them (Redis deletes the liveness key: a hold whose release fails is
+    // this closed Padlock's no more, and may be reaped rather than wait for its lease).
+    await settleWithin(Promise.allSettled([releases, ...this.#cleanups, this.store.retire(CLOSE_TIMEOUT_MS)]), CLOSE_TIMEOUT_MS);
     for (const hold of holds) this.released(hold);
-    await this.subscriber.close();
+    await this.store.close();
   }
 
   /** Waits until no `withLock` function runs (nested ones may start meanwhile), or `drainMs` has passed. */

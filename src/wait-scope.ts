@@ -1,17 +1,17 @@
 /**
  * The bounds of one acquire call: the caller's `signal`, the Padlock closing, and the `waitMs`
- * deadline. `stop` folds all three (for sleeping); `race` bounds one call to Redis, also by
+ * deadline. `stop` folds all three (for sleeping); `race` bounds one call to the store, also by
  * padlock's reply time-out. Both are {@link Interrupt}s, not AbortControllers: a scope is made per
  * acquisition (interrupt.ts says why).
  */
 import { bound, monotonicNow } from './clock.js';
-import { LockTimeoutError, PadlockClosedError, type RedisUnavailableError } from './errors.js';
+import { LockTimeoutError, PadlockClosedError, type StoreUnavailableError } from './errors.js';
 import { Deadline } from './deadlines.js';
 import { Interrupt, type Abortable } from './interrupt.js';
 
 /**
- * Every call to Redis within a wait gets at least this long to answer, even past `waitMs` (so a
- * short wait never fails a free lock for want of time); past both, a silent Redis is reported as
+ * Every call to the store within a wait gets at least this long to answer, even past `waitMs` (so a
+ * short wait never fails a free lock for want of time); past both, a silent store is reported as
  * unavailable. A wait therefore ends at most this long after its `waitMs`.
  */
 export const REPLY_GRACE_MS = 1_000;
@@ -38,12 +38,12 @@ export class WaitScope {
     readonly waitMs: number,
     userSignal: AbortSignal | undefined,
     closing: Abortable,
-    /** The longest any one call may wait for Redis's reply. */
+    /** The longest any one call may wait for the store's reply. */
     readonly replyTimeoutMs: number,
-    /** What a call may take beyond Redis's own answer (a WAIT for replicas): added to the grace. */
+    /** What a call may take beyond the store's own answer (a WAIT for replicas): added to the grace. */
     readonly extraReplyMs: number,
     /** Makes the error for a call with no reply within the given ms. */
-    private readonly noReply: (lock: string, ms: number) => RedisUnavailableError,
+    private readonly noReply: (lock: string, ms: number) => StoreUnavailableError,
   ) {
     // Made per acquisition: only the listeners it needs (one on close(), one on a signal if given).
     if (userSignal !== undefined) {
@@ -91,7 +91,7 @@ export class WaitScope {
   }
 
   /**
-   * How long the next call to Redis may wait for its reply: padlock's reply time-out, and within a
+   * How long the next call to the store may wait for its reply: padlock's reply time-out, and within a
    * finite wait no later than the deadline — but always {@link REPLY_GRACE_MS} at least (capped by
    * the reply time-out), so a short wait never fails a free lock for want of time. So a wait ends
    * at most one grace after its `waitMs`.
@@ -102,8 +102,8 @@ export class WaitScope {
   }
 
   /**
-   * Waits for a call to Redis unless the caller gives up or padlock closes (at once), or Redis stays
-   * silent past {@link replyBoundMs} (`RedisUnavailableError`). If the wait ends first, the call
+   * Waits for a call to the store unless the caller gives up or padlock closes (at once), or the store stays
+   * silent past {@link replyBoundMs} (`StoreUnavailableError`: on Redis, `RedisUnavailableError`). If the wait ends first, the call
    * keeps running and `abandon` receives its value, so that whatever it obtained can be given back.
    */
   race<T>(call: Promise<T>, abandon?: (value: T) => void): Promise<T> {

@@ -20,6 +20,7 @@ import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } f
 import { delay, eventually } from './harness/redis.js';
 import { assertOneLineError, runBin, type Run } from './harness/cli.js';
 import { readWriteScenario, semaphoreScenario, type KindsScenario } from './harness/cli-kinds.js';
+import { redisInternals } from '../src/testing.js';
 
 const padlocks: Padlock[] = [];
 const children: ChildProcess[] = [];
@@ -80,7 +81,7 @@ describe('on a Redis Cluster', () => {
       assert.deepEqual(report.locks.map((l) => l.name), [...names].sort());
       for (const lock of report.locks) {
         const lease = leases[names.indexOf(lock.name)];
-        assert.deepEqual(lock.holders, [{ owner: lease?.owner, holdCount: 1, clients: [padlock.shared.clientId] }]);
+        assert.deepEqual(lock.holders, [{ owner: lease?.owner, holdCount: 1, clients: [redisInternals(padlock).clientId] }]);
         assert.equal(lock.fence, lease?.fence);
       }
     }
@@ -102,7 +103,7 @@ describe('on a Redis Cluster', () => {
 
     const { lock } = parsed<InspectReport>(await runBin(['inspect', 'job:7', '--json', '--url', url, '--prefix', 'cl2']));
     assert.equal(lock.fence, stuck.fence);
-    assert.deepEqual(lock.waiters.map((w) => [w.kind, w.clientId, w.alive]), [['fair', waiterSide.shared.clientId, true]]);
+    assert.deepEqual(lock.waiters.map((w) => [w.kind, w.clientId, w.alive]), [['fair', redisInternals(waiterSide).clientId, true]]);
 
     const released = parsed<ReleaseReport>(await runBin(['release', 'job:7', '--force', '--yes', '--json', '--url', url, '--prefix', 'cl2']));
     assert.equal(released.released, true);
@@ -191,7 +192,7 @@ describe('on a Sentinel set', () => {
     assert.equal(report.redis.topology, 'sentinel');
     assert.deepEqual(report.locks.map((l) => [l.name, l.fence]), [['invoice:9', lease.fence]]);
     const { lock } = parsed<InspectReport>(await runBin(['inspect', 'invoice:9', '--json', '--url', url, '--prefix', 'se1']));
-    assert.deepEqual(lock.holders, [{ owner: lease.owner, holdCount: 1, clients: [padlock.shared.clientId] }]);
+    assert.deepEqual(lock.holders, [{ owner: lease.owner, holdCount: 1, clients: [redisInternals(padlock).clientId] }]);
     const text = await runBin(['list', '--url', url, '--prefix', 'se1']);
     assert.match(text.stdout, /^invoice:9 +mutex /m);
     assert.equal(parsed<ReleaseReport>(await runBin(['release', 'invoice:9', '--force', '--yes', '--json', '--url', url, '--prefix', 'se1'])).released, true);

@@ -23,6 +23,7 @@ import { duration, table } from '../src/cli/render.js';
 import { connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
 import { assertOneLineError, cleanEnv, noTmux, runBin, Terminal } from './harness/cli.js';
 import { permitsFlagScenario, readWriteScenario, semaphoreScenario, type KindsScenario } from './harness/cli-kinds.js';
+import { redisInternals } from '../src/testing.js';
 
 let server: RedisServer;
 before(async () => {
@@ -87,7 +88,7 @@ describe('padlock list', () => {
     assert.deepEqual(Object.keys(first).sort(), ['fence', 'held', 'holders', 'kind', 'lastFence', 'leaseMs', 'name', 'oldestWaitMs', 'waiting'].sort(), 'the documented fields');
     assert.equal(first.kind, 'mutex');
     assert.equal(first.held, true);
-    assert.deepEqual(first.holders, [{ owner: order.owner, holdCount: 2, clients: [holderSide.shared.clientId] }]);
+    assert.deepEqual(first.holders, [{ owner: order.owner, holdCount: 2, clients: [redisInternals(holderSide).clientId] }]);
     assert.equal(first.fence, order.fence);
     assert.ok(first.leaseMs !== null && first.leaseMs > 20_000 && first.leaseMs <= 30_000);
     assert.equal(first.waiting, 1);
@@ -142,14 +143,14 @@ describe('padlock inspect', () => {
 
     const { lock } = await json<InspectReport>('insp1', 'inspect', 'job:{a}');
     assert.equal(lock.name, 'job:{a}');
-    assert.deepEqual(lock.holders, [{ owner: lease.owner, holdCount: 1, clients: [holderSide.shared.clientId] }]);
+    assert.deepEqual(lock.holders, [{ owner: lease.owner, holdCount: 1, clients: [redisInternals(holderSide).clientId] }]);
     assert.equal(lock.fence, lease.fence);
     assert.equal(lock.lastFence, lease.fence);
     assert.equal(lock.waiting, 1);
     assert.equal(lock.waiters.length, 1);
     const [waiter] = lock.waiters;
     assert.ok(waiter !== undefined);
-    assert.deepEqual([waiter.position, waiter.kind, waiter.clientId, waiter.alive, waiter.leaseMs], [1, 'mutex', waiterSide.shared.clientId, true, 20_000]);
+    assert.deepEqual([waiter.position, waiter.kind, waiter.clientId, waiter.alive, waiter.leaseMs], [1, 'mutex', redisInternals(waiterSide).clientId, true, 20_000]);
     assert.ok(waiter.waitedMs !== null && waiter.heartbeatMs !== null && waiter.heartbeatMs > 0);
     assert.deepEqual(lock.keys.map((k) => [k.role, k.key, k.exists]), [
       ['lock', keys.lock, true],
@@ -162,7 +163,7 @@ describe('padlock inspect', () => {
     assert.match(text.stdout, /^lock +job:\{a\} \(mutex\)$/m);
     assert.match(text.stdout, new RegExp(`^state +held by ${lease.owner} \\(1 hold\\), fence ${lease.fence}, \\d+\\.\\d s left$`, 'm'));
     assert.match(text.stdout, new RegExp(`^queue +1 waiting; the longest-queued for ${DURATION}$`, 'm'));
-    assert.match(text.stdout, new RegExp(`^ +1 +${waiter.owner} +mutex +${waiterSide.shared.clientId} +${DURATION} +live, ${DURATION} to spare$`, 'm'));
+    assert.match(text.stdout, new RegExp(`^ +1 +${waiter.owner} +mutex +${redisInternals(waiterSide).clientId} +${DURATION} +live, ${DURATION} to spare$`, 'm'));
     assert.match(text.stdout, /^ +insp1:\{job:%7Ba%7D\}:lock +string +\d+\.\d s$/m);
     assert.match(text.stdout, /^ +insp1:\{job:%7Ba%7D\}:queue +list +\d+\.\d s$/m);
 
@@ -201,7 +202,7 @@ describe('padlock release --force', () => {
     const report = await json<ReleaseReport>('rel1', 'release', 'stuck', '--force', '--yes');
     assert.equal(report.released, true);
     assert.equal(report.before.fence, next.fence);
-    assert.deepEqual(report.before.holders, [{ owner: next.owner, holdCount: 1, clients: [waiterSide.shared.clientId] }]);
+    assert.deepEqual(report.before.holders, [{ owner: next.owner, holdCount: 1, clients: [redisInternals(waiterSide).clientId] }]);
     const again = await json<ReleaseReport>('rel1', 'release', 'stuck', '--force', '--yes');
     assert.equal(again.released, false);
     assert.equal(again.before.held, false);

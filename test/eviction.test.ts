@@ -15,6 +15,7 @@ import { lockKeys, livenessKey } from '../src/keys.js';
 import { EVICTION_WARNING_CODE } from '../src/redis/eviction-policy.js';
 import { connect, delay, eventually, padlockOn, startServer, startServers } from './harness/redis.js';
 import { startCluster, startSentinelSet } from './harness/topologies.js';
+import { redisInternals } from '../src/testing.js';
 
 /** Every process warning padlock emitted for an evicting server, in order. */
 const warnings: Error[] = [];
@@ -134,7 +135,7 @@ describe('maxmemory-policy volatile-lru', () => {
     assert.ok(await eventually(() => warningsAbout(addressOf(server)).length === 1, 5_000), 'the warning was emitted');
     assert.match(String(warningsAbout(addressOf(server))[0]?.message), /maxmemory-policy volatile-lru .*padlock's keys all carry a TTL/);
 
-    const keys = [lockKeys('vlru', 'account').lock, livenessKey('vlru', holder.shared.clientId)];
+    const keys = [lockKeys('vlru', 'account').lock, livenessKey('vlru', redisInternals(holder).clientId)];
     assert.equal(await admin.exists(...keys), 2);
     // The filler has no TTL: once padlock's keys are gone, nothing is left to evict and writes are refused.
     const { refused } = await fill(admin, () => Promise.resolve(false));

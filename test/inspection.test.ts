@@ -11,6 +11,7 @@ import { listLocks, LockReader, lockKeyPattern, parseLockKey, scanLockNames } fr
 import { MutexProtocol } from '../src/locks/mutex-protocol.js';
 import { fromIoredis } from '../src/redis/ioredis.js';
 import { connect, delay, eventually, padlockOn, runCall, startServer } from './harness/redis.js';
+import { redisInternals } from '../src/testing.js';
 
 let server: RedisServer;
 before(async () => {
@@ -78,7 +79,7 @@ describe('LockReader', () => {
       const state = await reader.read('order:1');
       assert.equal(state.held, true);
       assert.equal(state.kind, 'mutex');
-      assert.deepEqual(state.holders, [{ owner: inner.owner, holdCount: 2, clients: [padlock.shared.clientId] }]);
+      assert.deepEqual(state.holders, [{ owner: inner.owner, holdCount: 2, clients: [redisInternals(padlock).clientId] }]);
       assert.equal(state.fence, inner.fence);
       assert.equal(state.lastFence, inner.fence);
       assert.ok(state.leaseMs !== null && state.leaseMs > 15_000 && state.leaseMs <= 20_000, `lease ${state.leaseMs}`);
@@ -121,8 +122,8 @@ describe('LockReader', () => {
     const first = await reader.read('q');
     assert.equal(first.waiting, 2);
     assert.deepEqual(first.waiters.map((w) => [w.position, w.kind, w.clientId, w.alive]), [
-      [1, 'fair', waiterSide.shared.clientId, true],
-      [2, 'mutex', waiterSide.shared.clientId, true],
+      [1, 'fair', redisInternals(waiterSide).clientId, true],
+      [2, 'mutex', redisInternals(waiterSide).clientId, true],
     ]);
     const [head, second] = first.waiters;
     assert.ok(head?.waitedMs !== null && second?.waitedMs !== null && head !== undefined && second !== undefined);

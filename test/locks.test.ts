@@ -13,6 +13,7 @@ import { probeWakes } from './harness/probes.js';
 import { TOPOLOGIES, clientsOf, eachKind, useTopology } from './harness/suite.js';
 import { holdsOf, readLock } from './harness/lock-state.js';
 import { opsOf } from './harness/clients.js';
+import { redisInternals } from '../src/testing.js';
 
 for (const factory of TOPOLOGIES) {
   describe(factory.name, () => {
@@ -247,7 +248,7 @@ for (const factory of TOPOLOGIES) {
           // would stay for seconds: its heartbeat allowance).
           assert.ok(await eventually(async () => (await topology.read((admin) => admin.llen(keys.queue))) === 0, 4_000), 'no queue entry left');
           assert.ok(await eventually(async () => (await topology.readEvery((admin) => admin.llen(keys.queue))) === 0), 'none on any copy');
-          assert.equal(p.shared.subscriber.activeChannelCount, 0, 'the waiter left its channel');
+          assert.equal(redisInternals(p).subscriber.activeChannelCount, 0, 'the waiter left its channel');
           await holder.release();
           await assert.rejects(p[kind]('wait:abort').acquire({ signal: AbortSignal.abort(reason) }), (e) => e === reason);
         });
@@ -272,7 +273,7 @@ for (const factory of TOPOLOGIES) {
 
         it('a lock granted just as close() begins is given back, not leaked', async () => {
           const p = await topology.padlock();
-          const seam = p.shared.topology;
+          const seam = redisInternals(p).topology;
           const send = seam.send.bind(seam);
           let closing: Promise<void> | undefined;
           // Let the acquire script succeed, then close before its caller resumes.

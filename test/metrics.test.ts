@@ -19,6 +19,7 @@ import type { Padlock } from '../src/index.js';
 import { Metrics } from '../src/observability/metrics.js';
 import type { PadlockOptions } from '../src/options.js';
 import { delay, eventually, padlockOn, startServer } from './harness/redis.js';
+import { internals } from '../src/testing.js';
 
 let server: RedisServer;
 before(async () => {
@@ -195,20 +196,20 @@ describe('metrics through the OpenTelemetry SDK', () => {
   it('tells metrics that record nothing (no SDK registered: the global no-op provider) nothing at all, and an SDK registered first everything', async () => {
     otelMetrics.disable();
     const noop = padlockOn(server);
-    const pending = noop.shared.observer;
+    const pending = internals(noop).observer;
     assert.ok(pending instanceof Metrics, 'metrics are on by default while the global provider loads');
     await pending.ready();
-    assert.equal(noop.shared.observer, undefined, 'a no-op provider: the Padlock stops telling its metrics anything');
+    assert.equal(internals(noop).observer, undefined, 'a no-op provider: the Padlock stops telling its metrics anything');
     await noop.withLock('m:noop', () => undefined);
     const sdk = new Sdk();
     sdks.push(sdk);
     assert.equal(otelMetrics.setGlobalMeterProvider(sdk.provider), true);
     try {
       const recording = padlockOn(server);
-      const metrics = recording.shared.observer;
+      const metrics = internals(recording).observer;
       assert.ok(metrics instanceof Metrics);
       await metrics.ready();
-      assert.equal(recording.shared.observer, metrics, 'a real provider: told everything');
+      assert.equal(internals(recording).observer, metrics, 'a real provider: told everything');
       await recording.withLock('m:recorded', () => undefined);
       assert.equal((await sdk.histogram('padlock.lock.acquire.duration', { ...MUTEX, 'padlock.outcome': 'acquired' }))?.count, 1);
     } finally {

@@ -8,6 +8,7 @@ import { LockUpgradeError, PadlockOptionError, type Padlock } from '../src/index
 import { readWriteKeys } from '../src/locks/read-write-protocol.js';
 import { TOPOLOGIES, useTopology, type TopologyUnderTest } from './harness/suite.js';
 import { eventually } from './harness/redis.js';
+import { internals } from '../src/testing.js';
 
 const CHOSEN = new Set(['single server · ioredis', 'single server · node-redis', 'Sentinel · ioredis', 'Cluster · ioredis', 'Redlock (5 masters) · ioredis']);
 
@@ -53,7 +54,7 @@ for (const factory of TOPOLOGIES.filter((f) => CHOSEN.has(f.name))) {
         const r = await read.acquire({ waitMs: 0 });
         assert.equal(r.fence, w.fence);
         await w.release();
-        await padlock.shared.runtime.runScoped([r.hold], async () => {
+        await internals(padlock).runtime.runScoped([r.hold], async () => {
           await assert.rejects(write.acquire(), LockUpgradeError);
         });
         await new Promise((resolve) => setTimeout(resolve, 1_500)); // past the lease: the watchdog renews it

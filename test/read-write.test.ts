@@ -5,6 +5,7 @@ import { LockUpgradeError, PadlockOptionError, type Lease } from '../src/index.j
 import { ReadWriteProtocol, holdMember, readWriteKeys } from '../src/locks/read-write-protocol.js';
 import { probeWakes } from './harness/probes.js';
 import { commandCalls, connect, eventually, padlockOn, runCall, startServer } from './harness/redis.js';
+import { internals, redisInternals } from '../src/testing.js';
 
 let server: RedisServer;
 before(async () => {
@@ -164,7 +165,7 @@ describe('readWrite: re-entry, downgrade, upgrade', () => {
     const w = await write.acquire();
     const otherWriter = padlockOn(server).readWrite('rw:down').write.acquire({ waitMs: 20_000 });
     assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 1));
-    const r = await padlock.shared.runtime.runScoped([w.hold], () => read.acquire({ waitMs: 0 }));
+    const r = await internals(padlock).runtime.runScoped([w.hold], () => read.acquire({ waitMs: 0 }));
     assert.equal(r.fence, w.fence);
     assert.notEqual(r.owner, w.owner);
     await w.release();
@@ -195,7 +196,7 @@ describe('readWrite: re-entry, downgrade, upgrade', () => {
     const { read, write } = padlock.readWrite('rw:up');
     const r = await read.acquire();
     // No waitMs: an upgrade that waited would wait forever (its own read hold), so rejecting proves it did not.
-    const byContext = padlock.shared.runtime.runScoped([r.hold], () => write.acquire());
+    const byContext = internals(padlock).runtime.runScoped([r.hold], () => write.acquire());
     await assert.rejects(byContext, (e: unknown) => e instanceof LockUpgradeError && e.code === 'LOCK_UPGRADE' && e.lock === 'rw:up');
     const byOwner = padlockOn(server).readWrite('rw:up').write.acquire({ owner: r.owner });
     await assert.rejects(byOwner, (e: unknown) => e instanceof LockUpgradeError && e.owner === r.owner);
@@ -225,7 +226,7 @@ describe('readWrite: leases', () => {
   it("the watchdog renews read and write holds of many locks in one rw-renew.lua call", async () => {
     const padlock = padlockOn(server, { leaseMs: 600 });
     const batches: number[] = [];
-    const topology = padlock.shared.topology;
+    const topology = redisInternals(padlock).topology;
     const runMany = topology.runMany.bind(topology);
     topology.runMany = (calls) => {
       for (const call of calls) if (call.script.name === 'rw-renew.lua') batches.push(call.keys.length / 2);

@@ -22,6 +22,7 @@ import type { ReapReport } from '../src/cli/reap.js';
 import { parseLock, readLock } from './harness/lock-state.js';
 import { connect, delay, eventually, padlockOn, runCall, startServer, startServers } from './harness/redis.js';
 import { runBin, type Run } from './harness/cli.js';
+import { redisInternals } from '../src/testing.js';
 
 const fixture = fileURLToPath(new URL('./fixtures/reap-holder.js', import.meta.url));
 const children: ChildProcess[] = [];
@@ -85,11 +86,11 @@ describe('holds record their clients', () => {
     const clientsOf = async (name: string): Promise<string | undefined> => (await readLock(admin, lockKeys('rc1', name).lock))?.clients;
 
     const lease = await a.mutex('one').acquire();
-    assert.equal(await clientsOf('one'), a.shared.clientId);
+    assert.equal(await clientsOf('one'), redisInternals(a).clientId);
     const inner = await b.mutex('one').acquire({ owner: lease.owner });
-    assert.equal(await clientsOf('one'), `${a.shared.clientId},${b.shared.clientId}`, 'another client re-entered it');
+    assert.equal(await clientsOf('one'), `${redisInternals(a).clientId},${redisInternals(b).clientId}`, 'another client re-entered it');
     const again = await b.mutex('one').acquire({ owner: lease.owner });
-    assert.equal(await clientsOf('one'), `${a.shared.clientId},${b.shared.clientId}`, 'listed once');
+    assert.equal(await clientsOf('one'), `${redisInternals(a).clientId},${redisInternals(b).clientId}`, 'listed once');
     await again.release();
     await inner.release();
     await lease.release();
@@ -102,7 +103,7 @@ describe('holds record their clients', () => {
       assert.ok(await eventually(async () => (await admin.llen(lockKeys('rc1', `turn:${kind}`).queue)) === 1));
       await held.release();
       const next = await waiting;
-      assert.equal(await clientsOf(`turn:${kind}`), b.shared.clientId, `${kind}: the waiter's client holds it`);
+      assert.equal(await clientsOf(`turn:${kind}`), redisInternals(b).clientId, `${kind}: the waiter's client holds it`);
       await next.release();
     }
   });
@@ -130,10 +131,10 @@ describe('the liveness key', () => {
   it('is written before the first grant, and only then while it is fresh; a Padlock that takes no lock writes none', async () => {
     const admin = connect(server);
     const p = padlockOn(server, { prefix: 'lv0', livenessMs: 60_000 });
-    const key = livenessKey('lv0', p.shared.clientId);
-    assert.equal(key, `lv0:client:${p.shared.clientId}`);
+    const key = livenessKey('lv0', redisInternals(p).clientId);
+    assert.equal(key, `lv0:client:${redisInternals(p).clientId}`);
     const sent: string[] = [];
-    const { topology } = p.shared;
+    const { topology } = redisInternals(p);
     for (const method of ['run', 'send'] as const) {
       const original = topology[method].bind(topology);
       topology[method] = <R>(call: ScriptCall<R>, gaveUp?: GaveUp): Promise<R> => {
@@ -158,7 +159,7 @@ describe('the liveness key', () => {
   it('is kept with an expiry of livenessMs while held, runs out once idle, and is deleted by close()', async () => {
     const admin = connect(server);
     const p = padlockOn(server, { prefix: 'lv1', livenessMs: 1_500 });
-    const key = livenessKey('lv1', p.shared.clientId);
+    const key = livenessKey('lv1', redisInternals(p).clientId);
     const lease = await p.mutex('lv').acquire();
     // Held past several expiries: kept alive by the tick, never without an expiry.
     for (let i = 0; i < 6; i++) {
@@ -184,7 +185,7 @@ describe('the liveness key', () => {
     const held = await holderSide.mutex('q').acquire();
     const waiting = waiterSide.fairMutex('q').acquire({ waitMs: 10_000 });
     await delay(2_500);
-    const ttl = await admin.pttl(livenessKey('lv2', waiterSide.shared.clientId));
+    const ttl = await admin.pttl(livenessKey('lv2', redisInternals(waiterSide).clientId));
     assert.ok(ttl > 0 && ttl <= 1_000, `the waiter's key is alive after 2.5 livenessMs (${ttl} ms left)`);
     await held.release();
     await (await waiting).release();
@@ -197,8 +198,8 @@ describe('reap.lua', () => {
     const keys = lockKeys('rs1', 'r');
     const live = padlockOn(server, { prefix: 'rs1' });
     const lease = await live.mutex('r').acquire();
-    const holder = { owner: lease.owner, clients: live.shared.clientId };
-    const liveKeys = [livenessKey('rs1', live.shared.clientId)];
+    const holder = { owner: lease.owner, clients: redisInternals(live).clientId };
+    const liveKeys = [livenessKey('rs1', redisInternals(live).clientId)];
     assert.equal(await runCall(admin, MutexProtocol.reap(keys, holder, liveKeys, false)), 'alive', 'a live client');
     assert.equal(await runCall(admin, MutexProtocol.reap(keys, { ...holder, owner: 'f'.repeat(32) }, liveKeys, false)), 'changed', 'another owner');
     assert.equal(await runCall(admin, MutexProtocol.reap(keys, { ...holder, clients: 'deadbeefdeadbeef' }, [livenessKey('rs1', 'deadbeefdeadbeef')], false)), 'changed', 'other clients');
@@ -223,7 +224,7 @@ describe('reap.lua', () => {
     assert.equal(await runCall(admin, MutexProtocol.reap(keys, dead, deadKeys, false)), 'reaped');
     const next = await waiting;
     assert.equal(next.fence, fence + 2, 'handed over with the next fence');
-    assert.deepEqual((({ owner, count, clients }) => ({ owner, count, clients }))(parseLock(await admin.get(keys.lock)) ?? { owner: '', count: 0, clients: '' }), { owner: next.owner, count: 1, clients: waiterSide.shared.clientId });
+    assert.deepEqual((({ owner, count, clients }) => ({ owner, count, clients }))(parseLock(await admin.get(keys.lock)) ?? { owner: '', count: 0, clients: '' }), { owner: next.owner, count: 1, clients: redisInternals(waiterSide).clientId });
     assert.equal(await runCall(admin, MutexProtocol.reap(keys, dead, deadKeys, false)), 'changed', 'a second reap finds the new holder');
     await next.release();
   });

@@ -12,6 +12,7 @@ import { monotonicNow } from '../src/clock.js';
 import type { Redlock } from '../src/topology/redlock.js';
 import { connect, delay, eventually, useMasters } from './harness/redis.js';
 import { holdsOf } from './harness/lock-state.js';
+import { redisInternals } from '../src/testing.js';
 
 const { masters, admins, padlocks } = useMasters(5);
 
@@ -69,7 +70,7 @@ describe('Redlock: a lost minority changes nothing', () => {
   it('2 of 5 frozen: a release returns without waiting for the frozen masters\' time-out, 20 times; close() waits for their calls', async () => {
     const name = 'rlf:release';
     const padlock = await redlock();
-    const topology = padlock.shared.topology as Redlock;
+    const topology = redisInternals(padlock).topology as Redlock;
     // The per-master time-out of a release (no lease of its own: the Padlock's 30 s one, so 1 s).
     const nodeTimeoutMs = topology.nodeTimeoutMs();
     const leases = [];
@@ -104,7 +105,7 @@ describe('Redlock: a lost minority changes nothing', () => {
     const name = 'rlf:refused';
     const holder = await (await redlock()).mutex(name).acquire();
     const other = await redlock();
-    const nodeTimeoutMs = (other.shared.topology as Redlock).nodeTimeoutMs();
+    const nodeTimeoutMs = (redisInternals(other).topology as Redlock).nodeTimeoutMs();
     for (const i of [3, 4]) masters[i]!.pause();
     try {
       const startedAt = monotonicNow();

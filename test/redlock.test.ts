@@ -13,6 +13,7 @@ import { enqueueScript, type AcquireReply } from '../src/scripts/index.js';
 import { checkedScript } from '../src/topology/master-epoch.js';
 import { connect, delay, eventually, runCall, useMasters } from './harness/redis.js';
 import { holdsOf, isHeld, queuedOwners, readLock } from './harness/lock-state.js';
+import { redisInternals } from '../src/testing.js';
 
 const { masters, admins, padlocks } = useMasters(5);
 
@@ -128,8 +129,8 @@ describe('Redlock over 5 masters', () => {
     const keys = lockKeys('padlock', name);
     const holder = await padlock.mutex(name).acquire();
     const owner = 'o'.repeat(32);
-    const protocol = new MutexProtocol(keys, 'mutex', padlock.shared.clientId);
-    const attempt = (): Promise<AcquireReply> => padlock.shared.topology.send(protocol.attempt(owner, 30_000, 'try', 1_000));
+    const protocol = new MutexProtocol(keys, 'mutex', redisInternals(padlock).clientId);
+    const attempt = (): Promise<AcquireReply> => redisInternals(padlock).topology.send(protocol.attempt(owner, 30_000, 'try', 1_000));
     // The holder keeps 2, 3 and 4 only.
     for (const i of [0, 1]) await runCall(admins[i]!, protocol.release(holder.owner, 1));
     for (const i of [0, 1]) masters[i]!.pause();
@@ -207,16 +208,16 @@ describe('Redlock over 5 masters', () => {
     const padlock = redlock();
     const name = 'rl:unqueue';
     const keys = lockKeys('padlock', name);
-    const protocol = new MutexProtocol(keys, 'mutex', padlock.shared.clientId);
+    const protocol = new MutexProtocol(keys, 'mutex', redisInternals(padlock).clientId);
     // A contender's partial grant on masters 3 and 4 only.
     const contender = 'c'.repeat(32);
     for (const i of [3, 4]) await runCall(admins[i]!, protocol.attempt(contender, 30_000, 'try', 1_000));
     const owner = 'q'.repeat(32);
-    const reply = await padlock.shared.topology.send(protocol.attempt(owner, 30_000, 'queue', 1_000, Date.now()));
+    const reply = await redisInternals(padlock).topology.send(protocol.attempt(owner, 30_000, 'queue', 1_000, Date.now()));
     assert.equal(reply.status, 'acquired', 'granted by 0, 1 and 2');
     const queued = async (): Promise<string[][]> => Promise.all([3, 4].map((i) => queuedOwners(admins[i]!, keys.queue)));
     assert.ok(await eventually(async () => (await queued()).every((q) => q.length === 0)), `no entry left where it was queued: ${JSON.stringify(await queued())}`);
-    await padlock.shared.topology.run(protocol.release(owner, 1));
+    await redisInternals(padlock).topology.run(protocol.release(owner, 1));
     for (const i of [3, 4]) await runCall(admins[i]!, protocol.release(contender, 1));
   });
 

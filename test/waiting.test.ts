@@ -6,6 +6,7 @@ import { MutexProtocol } from '../src/locks/mutex-protocol.js';
 import { probeScripts, probeWakes, type WakeProbe } from './harness/probes.js';
 import { commandCalls, connect, delay, eventually, padlockOn, runCall, startServer } from './harness/redis.js';
 import { holdsOf, queuedOwners } from './harness/lock-state.js';
+import { internals, redisInternals } from '../src/testing.js';
 
 let server: RedisServer;
 before(async () => {
@@ -67,7 +68,7 @@ describe('waiting without polling (mutex)', () => {
     const b = padlockOn(server, { leaseMs: 60_000 });
     const holder = await a.mutex('wake:between').acquire();
     probeWakes(b, { messagesOnly: true });
-    const subscriber = b.shared.subscriber;
+    const subscriber = redisInternals(b).subscriber;
     const watch = subscriber.watch.bind(subscriber);
     let released: Promise<void> | undefined;
     // The waiter's first attempt has failed when it subscribes: release right then, before SUBSCRIBE.
@@ -173,7 +174,7 @@ describe('waiting without polling (mutex)', () => {
     const sentAt = performance.now();
     const holder = await holderSide.mutex('wake:crash').acquire({ leaseMs });
     // Simulate a crash: the holder's process stops renewing and never releases (no publish).
-    holderSide.shared.watchdog.stop();
+    internals(holderSide).watchdog.stop();
     const publishes = await commandCalls(admin, 'publish');
     const calls = await commandCalls(admin, 'evalsha');
     const lease = await waiterSide.mutex('wake:crash').acquire({ waitMs: 10_000 });
@@ -213,7 +214,7 @@ describe('waiting without polling (mutex)', () => {
     const holderSide = padlockOn(server);
     const waiters = [padlockOn(server), padlockOn(server)];
     const crashed = await holderSide.fairMutex('wake:behind').acquire({ leaseMs });
-    holderSide.shared.watchdog.stop(); // a crash: no renewal, no release
+    internals(holderSide).watchdog.stop(); // a crash: no renewal, no release
     const sentAt = performance.now();
     const order: number[] = [];
     await Promise.all(
@@ -235,22 +236,22 @@ describe('waiting without polling (mutex)', () => {
     const b = padlockOn(server);
     const admin = connect(server);
     const keys = lockKeys('padlock', 'wake:unsub');
-    const channel = waiterChannel(keys, b.shared.clientId);
+    const channel = waiterChannel(keys, redisInternals(b).clientId);
     const holder = await a.mutex('wake:unsub').acquire();
     const giveUp = new AbortController();
     const w1 = b.mutex('wake:unsub').acquire({ signal: giveUp.signal }).catch((e: unknown) => e);
     const w2 = b.mutex('wake:unsub').acquire({ waitMs: 10_000 });
     assert.ok(await eventually(async () => (await admin.llen(keys.queue)) === 2), 'both waiters queued');
-    assert.equal(b.shared.subscriber.channelCount, 1, 'one subscription shared by two waiters');
+    assert.equal(redisInternals(b).subscriber.channelCount, 1, 'one subscription shared by two waiters');
     assert.deepEqual(await admin.pubsub('NUMSUB', channel), [channel, 1]);
     giveUp.abort(new Error('gave up'));
     await w1;
-    assert.equal(b.shared.subscriber.activeChannelCount, 1);
+    assert.equal(redisInternals(b).subscriber.activeChannelCount, 1);
     await holder.release();
     await (await w2).release();
-    assert.equal(b.shared.subscriber.activeChannelCount, 0);
+    assert.equal(redisInternals(b).subscriber.activeChannelCount, 0);
     // The subscription lingers 2 s; the bound only limits how long a failure takes.
-    assert.ok(await eventually(() => b.shared.subscriber.channelCount === 0, 20_000), 'unsubscribed after lingering');
+    assert.ok(await eventually(() => redisInternals(b).subscriber.channelCount === 0, 20_000), 'unsubscribed after lingering');
     assert.deepEqual(await admin.pubsub('NUMSUB', channel), [channel, 0]);
   });
 });

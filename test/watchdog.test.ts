@@ -6,6 +6,7 @@ import { lockKeys } from '../src/keys.js';
 import { RENEWALS_PER_CALL } from '../src/renewals.js';
 import { commandCalls, connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
 import { readLock } from './harness/lock-state.js';
+import { internals, redisInternals } from '../src/testing.js';
 
 let server: RedisServer;
 before(async () => {
@@ -63,7 +64,7 @@ describe('watchdog', () => {
 
   it('renews many holds in calls of at most RENEWALS_PER_CALL, sent together, so no one script keeps Redis busy long', async () => {
     const padlock = padlockOn(server, { leaseMs: 3_000 });
-    const { topology } = padlock.shared;
+    const { topology } = redisInternals(padlock);
     const runMany = topology.runMany.bind(topology);
     const rounds: number[][] = [];
     topology.runMany = (calls) => {
@@ -118,7 +119,7 @@ describe('watchdog', () => {
     const before = await commandCalls(admin, 'evalsha');
     await delay(400);
     assert.equal(await commandCalls(admin, 'evalsha'), before, 'no renewal after close');
-    assert.equal(padlock.shared.watchdog.size, 0);
+    assert.equal(internals(padlock).watchdog.size, 0);
   });
 
   it('aborts the holder\'s signal at its next renewal when the lock is deleted under it', async () => {
@@ -166,7 +167,7 @@ describe('watchdog', () => {
     const padlock = padlockOn(server, { leaseMs: 300 });
     const lease = await padlock.mutex('wd:layout').acquire();
     const keys = lockKeys('padlock', 'wd:layout');
-    assert.deepEqual(await readLock(admin, keys.lock), { fence: lease.fence, owner: lease.owner, count: 1, clients: padlock.shared.clientId, log: ' ' });
+    assert.deepEqual(await readLock(admin, keys.lock), { fence: lease.fence, owner: lease.owner, count: 1, clients: redisInternals(padlock).clientId, log: ' ' });
     await delay(400);
     assert.ok((await admin.pttl(keys.lock)) > 0);
     await lease.release();

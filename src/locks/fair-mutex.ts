@@ -5,12 +5,13 @@
  * is ahead. Waiting, heartbeats and giving up are the mutex's (mutex.ts).
  */
 import type { Shared } from '../shared.js';
+import type { RedisContext } from '../stores/redis-store.js';
 import type { Grant } from './lock.js';
 import { Mutex } from './mutex.js';
 
 export class FairMutex extends Mutex {
-  constructor(shared: Shared, name: string) {
-    super(shared, name, 'fair');
+  constructor(shared: Shared, redis: RedisContext, name: string) {
+    super(shared, redis, name, 'fair');
   }
 
   protected override grantFrom(message: string, lastSentAt: number): Grant | null {

@@ -2,7 +2,7 @@
  * What every lock kind shares: validation, re-entry (by async context or by owner token), the
  * bounds of a wait, leases and their holds, `withLock`, and the books of a release or an extend. A
  * kind supplies its protocol: how to take, re-enter, renew and release one hold, and how to wait
- * for its turn. It runs its calls through the Padlock's topology and never knows which one it is.
+ * for its turn, in its store (store.ts); nothing here knows which store that is.
  */
 import { driftMs, monotonicNow } from '../clock.js';
 import { newOwnerToken } from '../tokens.js';
@@ -14,7 +14,7 @@ import { Lease } from '../lease.js';
 import { checkLeaseMs, checkName, resolveAcquireOptions, type AcquireOptions, type ResolvedAcquireOptions } from '../options.js';
 import type { Shared } from '../shared.js';
 import { failedOutcome, since } from '../observability/metrics.js';
-import type { LockKindName, ScriptCall } from '../topology/topology.js';
+import type { LockKindName } from '../store.js';
 import { WaitScope } from '../wait-scope.js';
 import { leaseOrNull, withLease } from './scoped.js';
 
@@ -39,7 +39,7 @@ export interface Lockable {
    * A wait rides through an outage it has time for (a failover: its calls are sent again after a
    * back-off within `waitMs`, or within `replyTimeoutMs` of the first failure when `waitMs` is ∞).
    * Rejects with `LockTimeoutError` when `waitMs` runs out, with `signal.reason` at once when
-   * aborted, with `RedisUnavailableError` when Redis does not answer a call in time.
+   * aborted, with `StoreUnavailableError` (on Redis, `RedisUnavailableError`) when the store does not answer a call in time.
    */
   acquire(options?: AcquireOptions): Promise<Lease>;
   /**
@@ -75,14 +75,22 @@ export abstract class Lock implements Lockable, HoldLock {
   /** Holds of locks with the same family are renewed by the same script, so may share a call. */
   abstract readonly family: string;
 
+  /** @internal The lock's identity in the hold registry and the async context (its lock key). */
+  get identity(): string {
+    return this.keys.lock;
+  }
+
   /** The lock's kind, by its factory's name. */
   abstract readonly kind: LockKindName;
 
-  /** The call that renews `holds` (to their own lease, or to `ms` when given). */
-  abstract renewCall(holds: readonly Hold[], ms?: number): ScriptCall<number[]>;
+  /**
+   * Renews `holds` of this lock (to their own lease, or to `ms` when given): each one's remaining
+   * lease in ms, ≤ 0 where the store no longer has it. Rejects when the store does not answer.
+   */
+  abstract renew(holds: readonly Hold[], ms?: number): Promise<number[]>;
 
-  /** Releases `count` holds in Redis; resolves with the holds the owner has left. Rejects `LockNotHeldError`. */
-  abstract releaseInRedis(hold: Hold, count: number): Promise<number>;
+  /** Releases `count` holds in the store; resolves with the holds the owner has left. Rejects `LockNotHeldError`. */
+  abstract releaseInStore(hold: Hold, count: number): Promise<number>;
 
   /** Re-enters a hold of `owner` (count + 1); `null` when `owner` holds nothing. */
   protected abstract reenterOnce(owner: string, leaseMs: number): Promise<Grant | null>;
@@ -120,14 +128,14 @@ export abstract class Lock implements Lockable, HoldLock {
     const { runtime } = this.shared;
     if (hold.state === 'released') return; // released by close(): nothing left to do
     if (hold.state === 'lost' || !hold.alive) {
-      // Known lost: still try to clean up in Redis (harmless if it is gone), but report the loss.
+      // Known lost: still try to clean up in the store (harmless if it is gone), but report the loss.
       runtime.lost(hold, 'expired');
-      this.releaseInRedis(hold, hold.count).catch(() => undefined);
+      this.releaseInStore(hold, hold.count).catch(() => undefined);
       throw new LockNotHeldError(hold.name, hold.owner, 'release');
     }
     let remaining: number;
     try {
-      remaining = await this.releaseInRedis(hold, count);
+      remaining = await this.releaseInStore(hold, count);
     } catch (error) {
       if (error instanceof LockNotHeldError) runtime.lost(hold, 'taken');
       // Unreachable: stop renewing so the lease runs out by itself; the caller sees the error.
@@ -143,7 +151,7 @@ export abstract class Lock implements Lockable, HoldLock {
     const lease = checkLeaseMs('ms', ms);
     if (leaseReleased || !hold.alive) throw new LockNotHeldError(hold.name, hold.owner, 'extend');
     const sentAt = monotonicNow();
-    const [pttl] = await this.shared.topology.run(this.renewCall([hold], lease));
+    const [pttl] = await this.renew([hold], lease);
     if (pttl === undefined || pttl <= 0) {
       this.shared.runtime.lost(hold, 'taken');
       throw new LockNotHeldError(hold.name, hold.owner, 'extend');
@@ -155,7 +163,7 @@ export abstract class Lock implements Lockable, HoldLock {
   }
 
   async #acquire(options: AcquireOptions | undefined, defaultWaitMs: number, freshOwner?: string): Promise<Lease> {
-    const { runtime, topology } = this.shared;
+    const { runtime, store } = this.shared;
     const opts = resolveAcquireOptions(options, { waitMs: defaultWaitMs, leaseMs: this.shared.leaseMs });
     const existing = freshOwner !== undefined ? undefined : opts.owner === undefined ? runtime.contextHold(this.keys.lock) : runtime.findHold(this.keys.lock, opts.owner);
     // While close() drains, the functions it lets finish may still re-enter what they hold; nothing new starts.
@@ -163,7 +171,7 @@ export abstract class Lock implements Lockable, HoldLock {
     else runtime.assertHolding(this.name);
     opts.signal?.throwIfAborted();
     const closing = existing === undefined ? runtime.closing : runtime.releasing;
-    const scope = new WaitScope(this.name, opts.waitMs, opts.signal, closing, topology.replyTimeoutMs, topology.extraReplyMs, (lock, ms) => topology.noReply(lock, ms));
+    const scope = new WaitScope(this.name, opts.waitMs, opts.signal, closing, store.replyTimeoutMs, store.extraReplyMs, (lock, ms) => store.noReply(lock, ms));
     const { observer } = this.shared;
     if (observer !== undefined) scope.onHeld = (first) => observer.held(this, first);
     try {
@@ -214,11 +222,11 @@ export abstract class Lock implements Lockable, HoldLock {
   async #renewGrant(owner: string, grant: Grant, opts: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant | undefined> {
     const hold = new Hold(this.keys, owner, grant.fence, this, opts.leaseMs, opts.autoExtend, grant.sentAt, grant.pttl);
     const sentAt = monotonicNow();
-    const [pttl] = await scope.race(this.shared.topology.run(this.renewCall([hold], opts.leaseMs)));
+    const [pttl] = await scope.race(this.renew([hold], opts.leaseMs));
     return pttl !== undefined && pttl > 0 ? { ...grant, pttl, sentAt } : undefined;
   }
 
-  /** Starts tracking a hold Redis just granted, and hands out its first lease. */
+  /** Starts tracking a hold the store just granted, and hands out its first lease. */
   #newHold(owner: string, grant: Grant, opts: ResolvedAcquireOptions, scope: WaitScope): Lease {
     if (this.shared.runtime.closing.aborted) {
       // Granted as close() began: close() will not see this hold, so give it back here.
@@ -276,7 +284,7 @@ export abstract class Lock implements Lockable, HoldLock {
   /** Releases `count` holds of `owner` that no lease was made for; never rejects (they may be gone already). */
   #releaseOrphan(owner: string, count: number): Promise<void> {
     const orphan = new Hold(this.keys, owner, 0, this, this.shared.leaseMs, false, 0, 0);
-    return this.releaseInRedis(orphan, count).then(
+    return this.releaseInStore(orphan, count).then(
       () => undefined,
       () => undefined,
     );

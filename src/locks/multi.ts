@@ -1,22 +1,20 @@
 /**
  * The multi-lock: one lock over several names, all or nothing. It is made of the mutex's holds of
- * each name (so it works wherever the mutex does, its names in any Cluster slots or on Redlock's
- * masters) and adds only the order: names are taken one after another in one canonical order, so
+ * each name, made by the store (so it works wherever the mutex does: its names in any Cluster slots,
+ * on Redlock's masters, in a consensus store) and adds only the order: names are taken one after another in one canonical order, so
  * that two callers asking for overlapping sets, in whatever order, never wait on each other in a
  * cycle. Each name waits, renews and reports its loss exactly as a mutex does; a failure, time-out
  * or abort part-way gives back every name taken before the call rejects.
  */
 import { monotonicNow } from '../clock.js';
 import { LockNotHeldError, LockTimeoutError } from '../errors.js';
-import { lockKeys } from '../keys.js';
 import type { Lease } from '../lease.js';
 import { resolveAcquireOptions, type AcquireOptions, type ResolvedAcquireOptions } from '../options.js';
 import type { Shared } from '../shared.js';
 import { newOwnerToken } from '../tokens.js';
-import type { Lockable } from './lock.js';
+import type { Lock, Lockable } from './lock.js';
 import { canonicalNames, multiName } from './multi-names.js';
 import { MultiLease } from './multi-lease.js';
-import { Mutex } from './mutex.js';
 import { leaseOrNull, withLease } from './scoped.js';
 
 /** A lock over several names (`padlock.multi(names)`): its leases are {@link MultiLease}s. */
@@ -52,7 +50,7 @@ export class MultiLock implements MultiLockable {
   readonly name: string;
   readonly names: readonly string[];
   /** One mutex per name, in canonical order. */
-  readonly #mutexes: readonly Mutex[];
+  readonly #mutexes: readonly Lock[];
   /** Each name's lock key (a hold's identity in the runtime), in canonical order. */
   readonly #lockKeys: readonly string[];
 
@@ -60,8 +58,8 @@ export class MultiLock implements MultiLockable {
   constructor(private readonly shared: Shared, names: unknown) {
     this.names = canonicalNames(names);
     this.name = multiName(this.names);
-    this.#mutexes = this.names.map((name) => new Mutex(shared, name));
-    this.#lockKeys = this.names.map((name) => lockKeys(shared.prefix, name).lock);
+    this.#mutexes = this.names.map((name) => shared.store.mutex(shared, name));
+    this.#lockKeys = this.#mutexes.map((mutex) => mutex.identity);
   }
 
   acquire(options?: AcquireOptions): Promise<MultiLease> {
@@ -134,7 +132,7 @@ export class MultiLock implements MultiLockable {
   }
 
   /** Takes one name: re-enters it if this context or `owner` holds it here, else takes a fresh hold under `owner`. */
-  #take(mutex: Mutex, lockKey: string, owner: string, step: AcquireOptions): Promise<Lease> {
+  #take(mutex: Lock, lockKey: string, owner: string, step: AcquireOptions): Promise<Lease> {
     const { runtime } = this.shared;
     if (runtime.contextHold(lockKey) !== undefined) return mutex.acquire(step);
     if (runtime.findHold(lockKey, owner) !== undefined) return mutex.acquire({ ...step, owner });

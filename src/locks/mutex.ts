@@ -7,20 +7,21 @@
 import { monotonicNow } from '../clock.js';
 import type { Hold } from '../hold.js';
 import type { Shared } from '../shared.js';
+import type { RedisContext } from '../stores/redis-store.js';
 import type { ScriptCall } from '../topology/topology.js';
 import type { Grant } from './lock.js';
 import { MutexProtocol, type MutexKind } from './mutex-protocol.js';
 import { QueuedLock } from './queued-lock.js';
 import { refusalError } from './refusals.js';
-import type { LockKindName } from '../topology/topology.js';
+import type { LockKindName } from '../store.js';
 
 export class Mutex extends QueuedLock {
   readonly family = 'mutex';
   protected readonly protocol: MutexProtocol;
 
-  constructor(shared: Shared, name: string, kind: MutexKind = 'mutex') {
-    super(shared, name);
-    this.protocol = new MutexProtocol(this.keys, kind, shared.clientId, shared.topology.shardedPubSub);
+  constructor(shared: Shared, redis: RedisContext, name: string, kind: MutexKind = 'mutex') {
+    super(shared, redis, name);
+    this.protocol = new MutexProtocol(this.keys, kind, redis.clientId, redis.topology.shardedPubSub);
   }
 
   get kind(): LockKindName {
@@ -31,28 +32,28 @@ export class Mutex extends QueuedLock {
     return MutexProtocol.renew(holds, ms);
   }
 
-  async releaseInRedis(hold: Hold, count: number): Promise<number> {
-    const reply = await this.shared.topology.run(this.protocol.release(hold.owner, count));
+  async releaseInStore(hold: Hold, count: number): Promise<number> {
+    const reply = await this.redis.topology.run(this.protocol.release(hold.owner, count));
     if (reply.status !== 'released') throw refusalError(reply.status, this.name, hold.owner, 'release');
     return reply.remaining;
   }
 
   async isLocked(): Promise<boolean> {
     this.shared.runtime.assertOpen(this.name);
-    const state = await this.shared.topology.run(this.protocol.inspect());
+    const state = await this.redis.topology.run(this.protocol.inspect());
     return state.fence > 0;
   }
 
   async forceRelease(): Promise<boolean> {
     this.shared.runtime.assertOpen(this.name);
-    return this.shared.topology.run(this.protocol.forceRelease());
+    return this.redis.topology.run(this.protocol.forceRelease());
   }
 
   protected async reenterOnce(owner: string, leaseMs: number): Promise<Grant | null> {
     // A re-entry adds this client to the hold's clients: its liveness key must exist first.
-    await this.shared.liveness.ensure();
+    await this.redis.liveness.ensure();
     const sentAt = monotonicNow();
-    const reply = await this.shared.topology.send(this.protocol.reenter(owner, leaseMs));
+    const reply = await this.redis.topology.send(this.protocol.reenter(owner, leaseMs));
     return reply.status === 'acquired' ? { ...reply, sentAt } : null;
   }
 }

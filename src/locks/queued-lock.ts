@@ -11,6 +11,10 @@ import { driftMs, monotonicNow } from '../clock.js';
 import { MAX_MS, type ResolvedAcquireOptions } from '../options.js';
 import { unqueueScript, type AcquireReply } from '../scripts/index.js';
 import type { Watch } from '../subscriber.js';
+import type { Hold } from '../hold.js';
+import type { LockKeys } from '../keys.js';
+import type { Shared } from '../shared.js';
+import type { RedisContext } from '../stores/redis-store.js';
 import type { ScriptCall } from '../topology/topology.js';
 import type { WaitScope } from '../wait-scope.js';
 import { Lock, type Grant } from './lock.js';
@@ -42,8 +46,26 @@ export interface QueueProtocol {
   leave(owner: string): ScriptCall<boolean>;
 }
 
+/** Every Redis kind: its calls run through the Redis store's topology, its waiters queue in Redis. */
 export abstract class QueuedLock extends Lock {
   protected abstract readonly protocol: QueueProtocol;
+
+  constructor(
+    shared: Shared,
+    /** What the Redis store's kinds share. */
+    protected readonly redis: RedisContext,
+    name: string,
+    keysOf?: (prefix: string, name: string) => LockKeys,
+  ) {
+    super(shared, name, keysOf);
+  }
+
+  /** The call that renews `holds` (to their own lease, or to `ms` when given): the watchdog batches these. */
+  abstract renewCall(holds: readonly Hold[], ms?: number): ScriptCall<number[]>;
+
+  renew(holds: readonly Hold[], ms?: number): Promise<number[]> {
+    return this.redis.topology.run(this.renewCall(holds, ms));
+  }
 
   /**
    * The grant a message from a release carries, or `null` when the waiter must ask Redis again.
@@ -60,7 +82,7 @@ export abstract class QueuedLock extends Lock {
    * it with a call of its own.
    */
   protected handedOver(message: string, lastSentAt: number): Grant | null {
-    if (this.shared.topology.confirmsGrants) return null;
+    if (this.redis.topology.confirmsGrants) return null;
     return handoffGrant(message, lastSentAt);
   }
 
@@ -75,7 +97,7 @@ export abstract class QueuedLock extends Lock {
   protected async obtain(owner: string, options: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant> {
     // Short leases need frequent heartbeats: a fair handoff's lease counts from the last one sent.
     const heartbeatMs = Math.max(5, Math.min(HEARTBEAT_MS, options.leaseMs / 3));
-    const { subscriber, topology, liveness, reaper } = this.shared;
+    const { subscriber, topology, liveness, reaper } = this.redis;
     const channel = this.protocol.waiterChannel;
     let watch: Watch | undefined;
     // Set before the first call that may queue this waiter is sent, not when its reply comes: a wait
@@ -101,7 +123,7 @@ export abstract class QueuedLock extends Lock {
       if (ended === 'waiting') lateHoldCount = late.holdCount;
       else if (ended === 'failed' || late.fence !== ended.fence) this.giveBack(owner, late.holdCount);
     };
-    const outage = new Outage(scope, this.shared.contact);
+    const outage = new Outage(scope, this.redis.contact);
     const endWait = liveness.beginWait();
     try {
       // While this client already listens (other local waiters), join the queue at once; a call
@@ -162,7 +184,7 @@ export abstract class QueuedLock extends Lock {
             if (isPlace(place) && !takenOut(message, place)) this.#unqueue(owner, place);
             return (ended = grant);
           }
-          if (watch !== undefined) await gatherWakeUps(watch, owner, this.shared.topology.wakeUps - 1, scope);
+          if (watch !== undefined) await gatherWakeUps(watch, owner, this.redis.topology.wakeUps - 1, scope);
         }
         // Woken but beaten to the lock: back to the head of the queue, not the tail.
         mode = message === undefined || message === null ? 'queue' : 'requeue';
@@ -187,12 +209,12 @@ export abstract class QueuedLock extends Lock {
   /** Takes this waiter's entry at `place` out of the queue, and nothing more. Idempotent; never throws. */
   #unqueue(owner: string, place: string): void {
     const call: ScriptCall<number> = { script: unqueueScript, keys: [this.keys.queue], args: [owner, place], lock: this.name };
-    this.shared.runtime.track(this.shared.topology.run(call).catch(() => undefined));
+    this.shared.runtime.track(this.redis.topology.run(call).catch(() => undefined));
   }
 
   /** Leaves the queue, passing on a lock or wake-up given meanwhile. Idempotent; never throws. */
   #leave(owner: string): void {
-    const leave = this.shared.topology.run(this.protocol.leave(owner));
+    const leave = this.redis.topology.run(this.protocol.leave(owner));
     this.shared.runtime.track(leave.catch(() => undefined));
   }
 }

@@ -14,25 +14,15 @@ import type { Hold } from '../hold.js';
 import type { ResolvedAcquireOptions } from '../options.js';
 import type { AcquireReply } from '../scripts/index.js';
 import type { Shared } from '../shared.js';
-import type { LockKindName, ScriptCall } from '../topology/topology.js';
+import type { RedisContext } from '../stores/redis-store.js';
+import type { LockKindName } from '../store.js';
+import type { ScriptCall } from '../topology/topology.js';
 import type { WaitScope } from '../wait-scope.js';
-import type { Grant, Lockable } from './lock.js';
+import type { Grant } from './lock.js';
+import type { ReadWriteLock } from './read-write-lock.js';
 import { QueuedLock } from './queued-lock.js';
 import { ReadWriteProtocol, readWriteKeys, type ReadWriteKeys, type ReadWriteSide } from './read-write-protocol.js';
 import { refusalError } from './refusals.js';
-
-/** The two sides of a read/write lock, as `padlock.readWrite(name)` returns them. */
-export interface ReadWriteLock {
-  /** The lock's name. */
-  readonly name: string;
-  /**
-   * Shared: held by any number of owners at once while no writer holds. Its lease's `fence` is the
-   * fence of the last write acquisition before it (see docs/protocol.md, "Read/write lock").
-   */
-  readonly read: Lockable;
-  /** Exclusive: one owner, while no reader holds. Every write acquisition gets a fresh, greater fence. */
-  readonly write: Lockable;
-}
 
 /** One side of a read/write lock. */
 abstract class ReadWriteSideLock extends QueuedLock {
@@ -42,9 +32,9 @@ abstract class ReadWriteSideLock extends QueuedLock {
   /** The other side's keys: its `lock` names it in the hold registry and async context. */
   protected readonly other: ReadWriteKeys;
 
-  constructor(shared: Shared, name: string, side: ReadWriteSide) {
-    super(shared, name, readWriteKeys(side));
-    this.protocol = new ReadWriteProtocol(readWriteKeys(side)(shared.prefix, this.name), shared.clientId, shared.topology.shardedPubSub);
+  constructor(shared: Shared, redis: RedisContext, name: string, side: ReadWriteSide) {
+    super(shared, redis, name, readWriteKeys(side));
+    this.protocol = new ReadWriteProtocol(readWriteKeys(side)(shared.prefix, this.name), redis.clientId, redis.topology.shardedPubSub);
     this.other = readWriteKeys(side === 'read' ? 'write' : 'read')(shared.prefix, this.name);
   }
 
@@ -52,15 +42,15 @@ abstract class ReadWriteSideLock extends QueuedLock {
     return ReadWriteProtocol.renew(holds, ms);
   }
 
-  async releaseInRedis(hold: Hold, count: number): Promise<number> {
-    const reply = await this.shared.topology.run(this.protocol.release(hold.owner, count));
+  async releaseInStore(hold: Hold, count: number): Promise<number> {
+    const reply = await this.redis.topology.run(this.protocol.release(hold.owner, count));
     if (reply.status !== 'released') throw refusalError(reply.status, this.name, hold.owner, 'release');
     return reply.remaining;
   }
 
   async forceRelease(): Promise<boolean> {
     this.shared.runtime.assertOpen(this.name);
-    return this.shared.topology.run(this.protocol.forceRelease());
+    return this.redis.topology.run(this.protocol.forceRelease());
   }
 
   /** Admitted from the queue: the script handed the hold over, `"<owner> <fence> <pttl> <expiry>"`. */
@@ -70,7 +60,7 @@ abstract class ReadWriteSideLock extends QueuedLock {
 
   protected async reenterOnce(owner: string, leaseMs: number): Promise<Grant | null> {
     const sentAt = monotonicNow();
-    const reply = await this.shared.topology.send(this.protocol.reenter(owner, leaseMs));
+    const reply = await this.redis.topology.send(this.protocol.reenter(owner, leaseMs));
     if (reply.status === 'upgrade') throw new LockUpgradeError(this.name, owner);
     return reply.status === 'acquired' ? { ...reply, sentAt } : null;
   }
@@ -78,13 +68,13 @@ abstract class ReadWriteSideLock extends QueuedLock {
 
 /** The read side: shared among readers. */
 export class ReadLock extends ReadWriteSideLock {
-  constructor(shared: Shared, name: string) {
-    super(shared, name, 'read');
+  constructor(shared: Shared, redis: RedisContext, name: string) {
+    super(shared, redis, name, 'read');
   }
 
   async isLocked(): Promise<boolean> {
     this.shared.runtime.assertOpen(this.name);
-    return (await this.shared.topology.run(this.protocol.inspect())).readers > 0;
+    return (await this.redis.topology.run(this.protocol.inspect())).readers > 0;
   }
 
   protected override async obtain(owner: string, options: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant> {
@@ -96,7 +86,7 @@ export class ReadLock extends ReadWriteSideLock {
       const abandon = (late: AcquireReply): void => {
         if (late.status === 'acquired') this.giveBack(owner, late.holdCount);
       };
-      const reply = await scope.race(this.shared.topology.send(this.protocol.downgrade(owner, writer.owner, options.leaseMs)), abandon);
+      const reply = await scope.race(this.redis.topology.send(this.protocol.downgrade(owner, writer.owner, options.leaseMs)), abandon);
       if (reply.status === 'acquired') return { ...reply, sentAt };
       // The write hold is gone (lost meanwhile): an ordinary read.
     }
@@ -106,13 +96,13 @@ export class ReadLock extends ReadWriteSideLock {
 
 /** The write side: one owner, no readers. */
 export class WriteLock extends ReadWriteSideLock {
-  constructor(shared: Shared, name: string) {
-    super(shared, name, 'write');
+  constructor(shared: Shared, redis: RedisContext, name: string) {
+    super(shared, redis, name, 'write');
   }
 
   async isLocked(): Promise<boolean> {
     this.shared.runtime.assertOpen(this.name);
-    return (await this.shared.topology.run(this.protocol.inspect())).writer;
+    return (await this.redis.topology.run(this.protocol.inspect())).writer;
   }
 
   protected override obtain(owner: string, options: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant> {
@@ -123,7 +113,7 @@ export class WriteLock extends ReadWriteSideLock {
 }
 
 /** Both sides of the read/write lock `name`. */
-export function readWriteLock(shared: Shared, name: string): ReadWriteLock {
-  const write = new WriteLock(shared, name);
-  return { name: write.name, read: new ReadLock(shared, name), write };
+export function readWriteLock(shared: Shared, redis: RedisContext, name: string): ReadWriteLock {
+  const write = new WriteLock(shared, redis, name);
+  return { name: write.name, read: new ReadLock(shared, redis, name), write };
 }

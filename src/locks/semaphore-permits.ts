@@ -9,7 +9,9 @@ import { monotonicNow } from '../clock.js';
 import { PermitLimitError } from '../errors.js';
 import type { Hold } from '../hold.js';
 import type { Shared } from '../shared.js';
-import type { LockKindName, ScriptCall } from '../topology/topology.js';
+import type { RedisContext } from '../stores/redis-store.js';
+import type { LockKindName } from '../store.js';
+import type { ScriptCall } from '../topology/topology.js';
 import type { Grant } from './lock.js';
 import { QueuedLock, type QueueProtocol } from './queued-lock.js';
 import { refusalError } from './refusals.js';
@@ -22,12 +24,13 @@ export class SemaphorePermits extends QueuedLock {
 
   constructor(
     shared: Shared,
+    redis: RedisContext,
     name: string,
     private readonly semaphore: SemaphoreProtocol,
     /** The permits each acquisition through this lock takes (an integer ≥ 1, checked by the caller). */
     readonly permits: number,
   ) {
-    super(shared, name, semaphoreKeys);
+    super(shared, redis, name, semaphoreKeys);
     this.protocol = {
       waiterChannel: semaphore.waiterChannel,
       attempt: (owner, leaseMs, mode, heartbeatMs, _ticket, place) => semaphore.attempt(owner, permits, leaseMs, mode, heartbeatMs, place),
@@ -39,8 +42,8 @@ export class SemaphorePermits extends QueuedLock {
     return SemaphoreProtocol.renew(holds, ms);
   }
 
-  async releaseInRedis(hold: Hold, count: number): Promise<number> {
-    const reply = await this.shared.topology.run(this.semaphore.release(hold.owner, count));
+  async releaseInStore(hold: Hold, count: number): Promise<number> {
+    const reply = await this.redis.topology.run(this.semaphore.release(hold.owner, count));
     if (reply.status !== 'released') throw refusalError(reply.status, this.name, hold.owner, 'release');
     return reply.remaining;
   }
@@ -48,13 +51,13 @@ export class SemaphorePermits extends QueuedLock {
   /** Any permit held by a live holder. */
   async isLocked(): Promise<boolean> {
     this.shared.runtime.assertOpen(this.name);
-    const state = await this.shared.topology.run(this.semaphore.inspect());
+    const state = await this.redis.topology.run(this.semaphore.inspect());
     return state.used > 0;
   }
 
   async forceRelease(): Promise<boolean> {
     this.shared.runtime.assertOpen(this.name);
-    return this.shared.topology.run(this.semaphore.forceRelease());
+    return this.redis.topology.run(this.semaphore.forceRelease());
   }
 
   protected override grantFrom(message: string, lastSentAt: number): Grant | null {
@@ -67,9 +70,9 @@ export class SemaphorePermits extends QueuedLock {
 
   protected async reenterOnce(owner: string, leaseMs: number): Promise<Grant | null> {
     // A re-entry adds this client to the hold's clients: its liveness key must exist first.
-    await this.shared.liveness.ensure();
+    await this.redis.liveness.ensure();
     const sentAt = monotonicNow();
-    const reply = await this.shared.topology.send(this.semaphore.reenter(owner, leaseMs));
+    const reply = await this.redis.topology.send(this.semaphore.reenter(owner, leaseMs));
     return reply.status === 'acquired' ? { ...reply, sentAt } : null;
   }
 }

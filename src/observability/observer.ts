@@ -4,7 +4,7 @@
  * every call here after one `undefined` check.
  */
 import type { LockLostReason } from '../errors.js';
-import type { LockKindName } from '../topology/topology.js';
+import type { LockKindName } from '../store.js';
 
 /** How an acquisition (`acquire`, `tryAcquire`, `withLock`) ended. */
 export type AcquireOutcome =

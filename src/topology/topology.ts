@@ -1,9 +1,9 @@
 /**
- * The seam between lock kinds and where their data lives. A lock kind says *what* to run (a
- * {@link ScriptCall} of its protocol); a topology runs it *where the keys live* and says what the
- * answers add up to. Locks, the watchdog and the subscriber speak only to a topology; none of them
- * knows whether it is one server, a Sentinel-managed primary, a Cluster or (later) a Redlock set of
- * independent masters.
+ * Inside the Redis store (stores/redis-store.ts): the seam between its lock kinds and the Redis
+ * servers. A Redis kind says *what* to run (a {@link ScriptCall} of its protocol); a topology runs it
+ * *where the keys live* and says what the answers add up to. The Redis kinds, the store's renewals
+ * and its subscriber speak only to a topology; none of them knows whether it is one server, a
+ * Sentinel-managed primary, a Cluster or a Redlock set of independent masters.
  *
  * Where the later topologies plug in:
  * - Redlock: `send`/`run` fan a call out to every master and combine the replies by a quorum rule
@@ -11,15 +11,15 @@
  * - Replica acknowledgement: `run`/`send` pipeline `WAIT min timeout` after a call that writes.
  * - Cluster: the client routes by slot; `groupOf` groups renewals by the node that owns the slot.
  *
- * This seam speaks Redis (script calls, slots, pub/sub): a store that is not Redis (ZooKeeper, etcd)
- * cannot plug in here; it needs a seam above the lock kinds (docs/design.md, issue 25).
+ * This seam speaks Redis (script calls, slots, pub/sub). The seam between stores is above the lock
+ * kinds (store.ts).
  */
 import type { RedisUnavailableError } from '../errors.js';
 import type { Arg, SubscriberConnection } from '../redis/connection.js';
 import type { Script } from '../redis/script-runner.js';
 
-/** The lock kinds a Padlock makes, by their factory's name. */
-export type LockKindName = 'mutex' | 'fairMutex' | 'readWrite' | 'semaphore' | 'multi';
+export type { LockKindName } from '../store.js';
+import type { LockKindName } from '../store.js';
 
 /** One call of a lock kind's protocol: a script, the keys it touches (all in one slot) and its arguments. */
 export interface ScriptCall<Result> {

@@ -12,6 +12,7 @@ import type { ReleaseReport } from '../../src/cli/release.js';
 import type { WatchFrame } from '../../src/cli/watch.js';
 import { runBin } from './cli.js';
 import { eventually } from './redis.js';
+import { redisInternals } from '../../src/testing.js';
 
 /** What a scenario needs: the bin run against the server (prefix and URL given), two clients, and a key's list length. */
 export interface KindsScenario {
@@ -79,12 +80,12 @@ export async function readWriteScenario(s: KindsScenario): Promise<void> {
   assert.equal(lock.kind, 'mutex');
   const full = locks[1];
   assert.ok(full !== undefined);
-  assert.deepEqual(full.waiters.map((x) => [x.position, x.kind, x.clientId, x.alive]), [[1, 'write', w.shared.clientId, true]]);
+  assert.deepEqual(full.waiters.map((x) => [x.position, x.kind, x.clientId, x.alive]), [[1, 'write', redisInternals(w).clientId, true]]);
   assert.deepEqual(full.keys.map((k) => [k.role, k.type, k.exists]), [['rw', 'hash', true], ['rwleases', 'zset', true], ['rwqueue', 'list', true]]);
   assert.ok(full.keys.every((k) => k.ttlMs !== null && k.ttlMs > 0), 'every key expires');
   const shown = await s.run('inspect', 'doc');
   assert.match(shown.stdout, /^lock +doc \(readWrite\)$/m);
-  assert.match(shown.stdout, new RegExp(`^ +1 +\\S+ +write +${w.shared.clientId} `, 'm'));
+  assert.match(shown.stdout, new RegExp(`^ +1 +\\S+ +write +${redisInternals(w).clientId} `, 'm'));
 
   const reaped = await json<ReapReport>(s, 'reap', '--dry-run');
   assert.deepEqual([reaped.checked, reaped.locks.map((l) => l.name)], [1, ['doc']], 'reap looks at the mutex only: read/write holds record no clients');
@@ -127,7 +128,7 @@ export async function semaphoreScenario(s: KindsScenario, options: { storedLimit
   assert.equal(row.fence, Math.max(two.fence, one.fence));
   assert.deepEqual(
     row.holders.map((h) => [h.owner, h.holdCount, h.permits, h.fence, h.clients]).sort(),
-    [[two.owner, 1, 2, two.fence, [a.shared.clientId]], [one.owner, 1, 1, one.fence, [b.shared.clientId]]].sort(),
+    [[two.owner, 1, 2, two.fence, [redisInternals(a).clientId]], [one.owner, 1, 1, one.fence, [redisInternals(b).clientId]]].sort(),
   );
   const [watched] = (await watchOnce(s, 'pool')).locks;
   assert.deepEqual([watched?.kind, watched?.permits, watched?.holders.length, watched?.waiting], ['semaphore', { used: 3, limit }, 2, 1], 'watch shows it as list does');
@@ -137,7 +138,7 @@ export async function semaphoreScenario(s: KindsScenario, options: { storedLimit
 
   const { lock } = await json<InspectReport>(s, 'inspect', 'pool');
   assert.equal(lock.kind, 'semaphore');
-  assert.deepEqual(lock.waiters.map((x) => [x.position, x.kind, x.permits, x.clientId, x.alive]), [[1, 'semaphore', 2, c.shared.clientId, true]]);
+  assert.deepEqual(lock.waiters.map((x) => [x.position, x.kind, x.permits, x.clientId, x.alive]), [[1, 'semaphore', 2, redisInternals(c).clientId, true]]);
   assert.deepEqual(lock.keys.map((k) => [k.role, k.type, k.exists]), [
     ['semaphore', 'hash', true],
     ['semaphore-holders', 'hash', true],

@@ -12,6 +12,7 @@
 import type { Padlock } from '../../src/index.js';
 import type { GaveUp, ScriptCall as ScriptCallOf } from '../../src/topology/topology.js';
 import type { Watch } from '../../src/subscriber.js';
+import { redisInternals } from '../../src/testing.js';
 
 /** The longest timer Node accepts. */
 const FOREVER_MS = 2_147_483_647;
@@ -42,7 +43,7 @@ export interface WakeProbeOptions {
 
 /** Starts observing (and, with `messagesOnly`, steering) how `padlock`'s waiters wake. */
 export function probeWakes(padlock: Padlock, options: WakeProbeOptions = {}): WakeProbe {
-  const subscriber = padlock.shared.subscriber;
+  const subscriber = redisInternals(padlock).subscriber;
   const watch = subscriber.watch.bind(subscriber);
   let strict = options.messagesOnly === true;
   const sleeps: number[] = [];
@@ -111,7 +112,7 @@ export interface ScriptProbeHooks {
  */
 export function probeScripts(padlock: Padlock, hooks: ScriptProbeHooks = {}): ReadonlyMap<string, number> {
   const counts = new Map<string, number>();
-  const topology = padlock.shared.topology;
+  const topology = redisInternals(padlock).topology;
   let calls = 0;
   const observe = <R>(call: ScriptCallOf<R>, send: (call: ScriptCallOf<R>) => Promise<R>): Promise<R> => {
     const script = call.script.name;

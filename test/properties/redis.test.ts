@@ -38,6 +38,7 @@ import {
   validOwner,
 } from './support.js';
 import { readLock } from '../harness/lock-state.js';
+import { internals, redisInternals } from '../../src/testing.js';
 
 let server: RedisServer;
 let admin: Redis;
@@ -334,7 +335,7 @@ describe('properties against Redis: call sequences', () => {
       }),
       { numRuns: runs(100) },
     );
-    for (const p of padlocks) assert.equal(p.shared.runtime.holds.size, 0, 'every hold was released or given up');
+    for (const p of padlocks) assert.equal(internals(p).runtime.holds.size, 0, 'every hold was released or given up');
     t.diagnostic(`${commandsRun} commands run in ${runs(100)} sequences`);
     assert.ok(commandsRun > runs(100) * 5, `the sequences ran ${commandsRun} commands`);
   });
@@ -355,8 +356,8 @@ describe('properties against Redis: a foreign owner token is a no-op', () => {
         const before = await admin.get(keys.lock);
         const pttl = await admin.pttl(keys.lock);
         await assert.rejects(p.mutex(name).acquire({ owner: stranger, waitMs: 0 }), LockNotHeldError);
-        const { topology } = p.shared;
-        const protocol = new MutexProtocol(keys, 'mutex', p.shared.clientId);
+        const { topology } = redisInternals(p);
+        const protocol = new MutexProtocol(keys, 'mutex', redisInternals(p).clientId);
         assert.deepEqual(await topology.run(protocol.release(stranger, 1)), { status: 'not-held' });
         assert.deepEqual(await topology.run(MutexProtocol.renew([{ keys, owner: stranger, leaseMs: ms }])), [0]);
         assert.equal(await admin.get(keys.lock), before, 'the holder keeps its holds and fence, and not even the request log moved');
@@ -429,7 +430,7 @@ describe('properties against Redis: keys of the wrong type', () => {
       }),
       { numRuns: runs(120) },
     );
-    assert.equal(p.shared.runtime.holds.size, 0);
+    assert.equal(internals(p).runtime.holds.size, 0);
   });
 
   it('a key that changes type under a holder makes release and extend fail typed', { timeout: 30_000 }, async () => {
