@@ -41,7 +41,7 @@ export interface PadlockOptions {
    * (one for pub/sub, a duplicate of the client).
    * @example new Padlock({ redis: await createClient({ url }).connect() })
    */
-  redis: RedisClient | readonly RedisClient[];
+  redis?: RedisClient | readonly RedisClient[] | undefined;
   /**
    * Prefix of every key and channel: 1–64 characters of `A–Z a–z 0–9 _ . : -`.
    * @default 'padlock'
@@ -260,10 +260,48 @@ export function checkLeaseMs(option: string, value: unknown): number {
   return Math.ceil(checkMs(option, value, MIN_LEASE_MS, false));
 }
 
+/** The options that name a store: exactly one is given. */
+const STORE_OPTIONS = ['redis'] as const;
+
+/** The store a Padlock was given, its client(s) checked. */
+export type StoreOption = { readonly kind: 'redis'; readonly redis: CommandConnection | readonly CommandConnection[] };
+
+/** Options that only the Redis store reads: refused (named) beside another store. */
+const REDIS_ONLY_OPTIONS = ['replicas', 'livenessMs', 'reapDeadHolders', 'recordTimings'] as const;
+
+/**
+ * The options of a Padlock on a store other than Redis (`store`, its client checked by the caller):
+ * the Redis-only ones are refused, naming the option, the rest resolved as for Redis.
+ */
+export function resolveOtherStore(options: Record<string, unknown>, store: StoreOption, storeName: string): ResolvedPadlockOptions & { readonly store: StoreOption } {
+  for (const key of REDIS_ONLY_OPTIONS) {
+    if (options[key] !== undefined) throw new PadlockOptionError(key, `left out with ${storeName} (a Redis-only option)`, options[key]);
+  }
+  const { prefix = 'padlock', leaseMs = 30_000, replyTimeoutMs = 5_000, releaseOnExit = false, drainMs = DEFAULT_DRAIN_MS } = options;
+  if (typeof releaseOnExit !== 'boolean') throw new PadlockOptionError('releaseOnExit', 'a boolean', releaseOnExit);
+  return {
+    store,
+    prefix: checkPrefix(prefix),
+    leaseMs: checkLeaseMs('leaseMs', leaseMs),
+    replyTimeoutMs: checkMs('replyTimeoutMs', replyTimeoutMs, MIN_REPLY_TIMEOUT_MS, false),
+    replicas: undefined,
+    releaseOnExit,
+    drainMs: checkDrainMs('drainMs', drainMs),
+    metrics: checkMetrics(options.metrics),
+    livenessMs: 10_000,
+    reapDeadHolders: false,
+    recordTimings: undefined,
+  };
+}
+
 /** Validates `new Padlock(options)`. */
-export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions & { readonly redis: CommandConnection | readonly CommandConnection[] } {
-  if (!isPlainObject(options)) throw new PadlockOptionError('options', 'an object with at least { redis }', options);
-  rejectUnknown('options', options, ['redis', 'prefix', 'leaseMs', 'replyTimeoutMs', 'replicas', 'releaseOnExit', 'drainMs', 'metrics', 'livenessMs', 'reapDeadHolders', 'recordTimings']);
+export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions & { readonly store: StoreOption } {
+  if (!isPlainObject(options)) throw new PadlockOptionError('options', `an object with one of { ${STORE_OPTIONS.join(', ')} }`, options);
+  rejectUnknown('options', options, [...STORE_OPTIONS, 'prefix', 'leaseMs', 'replyTimeoutMs', 'replicas', 'releaseOnExit', 'drainMs', 'metrics', 'livenessMs', 'reapDeadHolders', 'recordTimings']);
+  const given = STORE_OPTIONS.filter((key) => options[key] !== undefined);
+  if (given.length !== 1) {
+    throw new PadlockOptionError(given.length === 0 ? 'redis' : given.join(' and '), `one store: exactly one of ${STORE_OPTIONS.join(', ')}`, given.length === 0 ? undefined : '(several given)');
+  }
   const { redis, prefix = 'padlock', leaseMs = 30_000, replyTimeoutMs = 5_000, replicas, releaseOnExit = false, drainMs = DEFAULT_DRAIN_MS, livenessMs = 10_000, reapDeadHolders = false } = options;
   const masters = Array.isArray(redis) ? checkMasters(redis as unknown[]) : undefined;
   const single = masters === undefined ? connectionFor('redis', redis) : undefined;
@@ -278,7 +316,7 @@ export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions 
   const liveness = Math.ceil(checkMs('livenessMs', livenessMs, MIN_LIVENESS_MS, false));
   if (typeof reapDeadHolders !== 'boolean') throw new PadlockOptionError('reapDeadHolders', 'a boolean', reapDeadHolders);
   return {
-    redis: single ?? masters ?? [],
+    store: { kind: 'redis', redis: single ?? masters ?? [] },
     prefix: checkedPrefix,
     leaseMs: checkLeaseMs('leaseMs', leaseMs),
     replyTimeoutMs: replyTimeout,

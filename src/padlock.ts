@@ -15,7 +15,7 @@ import { ErrorReports } from './redis/error-reports.js';
 import { Runtime } from './runtime.js';
 import type { Shared } from './shared.js';
 import type { LockKindName, Store } from './store.js';
-import { RedisStore } from './stores/redis-store.js';
+import { openStore } from './stores/open-store.js';
 import { Watchdog } from './watchdog.js';
 import { debug, debugEnabled } from './observability/debug-log.js';
 import { Metrics } from './observability/metrics.js';
@@ -79,12 +79,12 @@ export class Padlock extends EventEmitter<PadlockEvents> {
     // One `error` event per outage, not one per failed call (redis/error-reports.ts).
     const errorReports = new ErrorReports((error) => emit('error', error));
     const reportError = (error: unknown): void => errorReports.report(error);
-    const store: Store = new RedisStore(resolved, {
+    const store: Store = openStore(resolved, {
       track: (work) => runtime.track(work),
       holding: () => runtime.holds.size > 0,
       report: reportError,
     });
-    this.#timings = resolved.recordTimings === undefined ? undefined : new TimingsRecorder(resolved.redis, this.prefix, resolved.recordTimings);
+    this.#timings = resolved.recordTimings === undefined || resolved.store.kind !== 'redis' ? undefined : new TimingsRecorder(resolved.store.redis, this.prefix, resolved.recordTimings);
     const timings = this.#timings;
     const metrics = resolved.metrics === undefined ? undefined : new Metrics(resolved.metrics);
     const withMetrics = metrics === undefined ? timings : bothObservers(metrics, timings);

@@ -20,6 +20,16 @@ import type { Shared } from './shared.js';
 /** The lock kinds a Padlock makes, by their factory's name. */
 export type LockKindName = 'mutex' | 'fairMutex' | 'readWrite' | 'semaphore' | 'multi';
 
+/** What the store needs from its Padlock. */
+export interface StoreHost {
+  /** Lets clean-up work run on after its caller moved on; `close()` waits for it. */
+  track(work: Promise<unknown>): void;
+  /** Whether the Padlock holds any lock now. */
+  holding(): boolean;
+  /** Reports trouble (renewals, the subscriber): one `error` event per outage. */
+  report(error: unknown): void;
+}
+
 /** Where a Padlock's locks live. */
 export interface Store {
   /** What this store is, for messages: e.g. `'a single Redis server'`, `'a ZooKeeper ensemble'`. */

@@ -23,7 +23,7 @@ import type { CommandConnection } from '../redis/connection.js';
 import { Reaper } from '../reaping.js';
 import { renewTogether } from '../renewals.js';
 import type { Shared } from '../shared.js';
-import type { LockKindName, Store } from '../store.js';
+import type { LockKindName, Store, StoreHost } from '../store.js';
 import { Subscriber } from '../subscriber.js';
 import { Redlock } from '../topology/redlock.js';
 import { SingleServer } from '../topology/single-server.js';
@@ -56,16 +56,6 @@ export interface RedisStoreOptions {
   readonly leaseMs: number;
   readonly livenessMs: number;
   readonly reapDeadHolders: boolean;
-}
-
-/** What the store needs from its Padlock. */
-export interface StoreHost {
-  /** Lets clean-up work run on after its caller moved on; `close()` waits for it. */
-  track(work: Promise<unknown>): void;
-  /** Whether the Padlock holds any lock now. */
-  holding(): boolean;
-  /** Reports trouble (renewals, the subscriber): one `error` event per outage. */
-  report(error: unknown): void;
 }
 
 export class RedisStore implements Store, RedisContext {

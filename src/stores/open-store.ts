@@ -1,0 +1,12 @@
+/** Opens the store a Padlock's options name (exactly one, checked by options.ts). */
+import type { ResolvedPadlockOptions, StoreOption } from '../options.js';
+import type { Store, StoreHost } from '../store.js';
+import { RedisStore } from './redis-store.js';
+
+/** The store for `options` (resolved), reporting to `host`. */
+export function openStore(options: ResolvedPadlockOptions & { readonly store: StoreOption }, host: StoreHost): Store {
+  switch (options.store.kind) {
+    case 'redis':
+      return new RedisStore({ ...options, redis: options.store.redis }, host);
+  }
+}
