@@ -184,6 +184,32 @@ export class RedisUnavailableError extends StoreUnavailableError {
   }
 }
 
+/** The ZooKeeper ensemble did not answer in time, or its session could not be kept. */
+export class ZooKeeperUnavailableError extends StoreUnavailableError {
+  /** `'ZooKeeperUnavailableError'`: the class's name, also across copies of padlock (where `instanceof` fails). */
+  override readonly name = 'ZooKeeperUnavailableError';
+  /** `'ZOOKEEPER_UNAVAILABLE'`: stable across versions; test errors by it. */
+  override readonly code = 'ZOOKEEPER_UNAVAILABLE';
+
+  /** Made by padlock; exported for `instanceof` and for tests of code that handles it. */
+  constructor(lock: string | undefined, cause: unknown, what?: string) {
+    super(lock, cause, what, 'ZooKeeper');
+  }
+}
+
+/** The etcd cluster did not answer in time, or this client's lease could not be kept. */
+export class EtcdUnavailableError extends StoreUnavailableError {
+  /** `'EtcdUnavailableError'`: the class's name, also across copies of padlock (where `instanceof` fails). */
+  override readonly name = 'EtcdUnavailableError';
+  /** `'ETCD_UNAVAILABLE'`: stable across versions; test errors by it. */
+  override readonly code = 'ETCD_UNAVAILABLE';
+
+  /** Made by padlock; exported for `instanceof` and for tests of code that handles it. */
+  constructor(lock: string | undefined, cause: unknown, what?: string) {
+    super(lock, cause, what, 'etcd');
+  }
+}
+
 /** Redis answered with an error, e.g. a padlock key holds a value of another type (`WRONGTYPE`). */
 export class RedisCommandError extends PadlockError {
   /** `'RedisCommandError'`: the class's name, also across copies of padlock (where `instanceof` fails). */

@@ -19,6 +19,8 @@ export {
   PadlockOptionError,
   RedisUnavailableError,
   StoreUnavailableError,
+  ZooKeeperUnavailableError,
+  EtcdUnavailableError,
   RedisCommandError,
   ReplicaAckError,
   PadlockClosedError,
