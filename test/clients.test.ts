@@ -1,7 +1,8 @@
 /**
- * Each client library's own ways, beyond the behaviour suites (which run whole on every client on
- * the single server, and with one client of each adapter family on Sentinel and Cluster:
- * ./harness/suite.ts): its errors map to padlock's exactly as ioredis's do (a reply error to
+ * Client conformance: each client library on its own, while the behaviour suites run once per
+ * topology through ioredis (./harness/suite.ts). On the single server, every library runs every kind
+ * end to end (take, wait woken by a release's message, re-enter, renew a short lease, hand over,
+ * release, nothing left that does not expire), and its errors map to padlock's exactly as ioredis's do (a reply error to
  * `RedisCommandError`, NOSCRIPT to the one EVAL re-send, a closed or failed connection to
  * `RedisUnavailableError`, each with the client's error as `cause`); replica acknowledgement (WAIT
  * pipelined after the script on the same connection) works through each client that reaches a
@@ -10,6 +11,7 @@
  * connection padlock opens is its own and is closed with the Padlock.
  */
 import { describe, it, before } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import assert from 'node:assert/strict';
 import { Padlock, RedisCommandError, RedisUnavailableError, ReplicaAckError } from '../src/index.js';
 import type { RedisServer } from '../src/devserver/redis-server.js';
@@ -27,6 +29,52 @@ before(async () => {
 
 for (const library of CLIENTS) {
   describe(`${library}: errors map as ioredis's do`, () => {
+    it('conformance: every kind takes, waits (woken by the release\'s message), re-enters, renews a short lease, hands over and releases', async () => {
+      const target = { kind: 'server', server } as const;
+      const padlock = new Padlock({ redis: await clientOf(library, target), leaseMs: 400 });
+      const other = new Padlock({ redis: await clientOf(library, target) });
+      const wakes = probeWakes(other);
+      const name = `conformance:${library}`;
+      // mutex: a waiter woken by the release's message, a greater fence, a re-entry, a renewal.
+      const first = await padlock.mutex(name).acquire();
+      const waiting = other.mutex(name).acquire({ waitMs: 10_000 });
+      await delay(50);
+      await first.release();
+      const second = await waiting;
+      assert.ok(second.fence > first.fence, 'a later grant has a greater fence');
+      assert.equal(wakes.fallbacks, 0, 'woken by the release, not by a timer');
+      await second.release();
+      await padlock.withLock(name, async (outer) => {
+        const inner = await padlock.mutex(name).acquire();
+        assert.equal(inner.holdCount, 2);
+        await inner.release();
+        await delay(1_000); // 2.5 leases of 400 ms: held only if renewed
+        assert.ok(outer.isHeld && !outer.signal.aborted, 'renewed by the watchdog');
+      });
+      // fairMutex: handed to the waiter by the release.
+      const fairHeld = await padlock.fairMutex(`${name}:fair`).acquire();
+      const fairWait = other.fairMutex(`${name}:fair`).acquire({ waitMs: 10_000 });
+      await delay(50);
+      await fairHeld.release();
+      await (await fairWait).release();
+      // readWrite: readers share, a writer waits for them.
+      const rw = padlock.readWrite(`${name}:rw`);
+      const [r1, r2] = await Promise.all([rw.read.acquire(), other.readWrite(`${name}:rw`).read.acquire()]);
+      assert.equal(await rw.write.tryAcquire(), null);
+      await Promise.all([r1.release(), r2.release()]);
+      await (await rw.write.acquire({ waitMs: 5_000 })).release();
+      // semaphore and multi.
+      const permits = await padlock.semaphore(`${name}:sem`, 3).acquire({ permits: 2 });
+      assert.equal(await other.semaphore(`${name}:sem`, 3).available(), 1);
+      await permits.release();
+      await (await other.multi([`${name}:a`, `${name}:b`]).acquire()).release();
+      await Promise.all([padlock.close(), other.close()]);
+      const raw = connect(server);
+      const left = await raw.keys(`*${name}*`);
+      const lasting = (await Promise.all(left.map(async (key) => ((await raw.pttl(key)) === -1 ? [key] : [])))).flat();
+      assert.deepEqual(lasting, [], 'every key left expires');
+    });
+
     it('a WRONGTYPE reply is a RedisCommandError with the client\'s error as cause', async () => {
       await connect(server).set(`padlock:{wrong:${library}}:lock`, 'a string');
       const padlock = new Padlock({ redis: await clientOf(library, { kind: 'server', server }) });

@@ -13,7 +13,7 @@ import { isHeld, queuedOwners, readLock } from './harness/lock-state.js';
 import { TOPOLOGIES, useTopology, type TopologyUnderTest } from './harness/suite.js';
 
 /** Each topology with ioredis, and one server with node-redis too: the multi-lock adds no script of its own. */
-const FACTORIES = TOPOLOGIES.filter((factory) => factory.client === 'ioredis' || factory.name === 'single server · node-redis');
+const FACTORIES = TOPOLOGIES;
 
 const lockKey = (name: string): string => lockKeys('padlock', name).lock;
 

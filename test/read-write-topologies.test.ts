@@ -10,7 +10,7 @@ import { TOPOLOGIES, useTopology, type TopologyUnderTest } from './harness/suite
 import { eventually } from './harness/redis.js';
 import { internals } from '../src/testing.js';
 
-const CHOSEN = new Set(['single server · ioredis', 'single server · node-redis', 'Sentinel · ioredis', 'Cluster · ioredis', 'Redlock (5 masters) · ioredis']);
+const CHOSEN = new Set(['single server · ioredis', 'Sentinel · ioredis', 'Cluster · ioredis', 'Redlock (5 masters) · ioredis']);
 
 /** Readers share; a writer queues; readers behind it queue; one release admits the writer, the next all readers at once. */
 async function sharesAndHandsOver(topology: TopologyUnderTest, a: Padlock, b: Padlock, name: string): Promise<void> {

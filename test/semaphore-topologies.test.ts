@@ -11,7 +11,7 @@ import { TOPOLOGIES, useTopology, type TopologyUnderTest } from './harness/suite
 import { eventually } from './harness/redis.js';
 import { probeScripts, probeWakes } from './harness/probes.js';
 
-const CHOSEN = ['single server · ioredis', 'single server · node-redis', 'Sentinel · ioredis', 'Cluster · ioredis', 'Redlock (5 masters) · ioredis'];
+const CHOSEN = ['single server · ioredis', 'Sentinel · ioredis', 'Cluster · ioredis', 'Redlock (5 masters) · ioredis'];
 
 /** A waiter queue's length, as every copy of the data says. */
 function queueLength(topology: TopologyUnderTest, name: string): Promise<number> {

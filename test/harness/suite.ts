@@ -1,6 +1,6 @@
 /**
- * The factory suite: behaviour tests are written once and run once per lock kind, per topology and
- * per client library.
+ * The factory suite: behaviour tests are written once and run once per lock kind and per topology
+ * (through one client library; each library's own conformance is test/clients.test.ts).
  *
  * ```ts
  * for (const factory of TOPOLOGIES) {
@@ -15,8 +15,8 @@
  * topology is one line in `BASES`, naming a function that starts it and says where its writes go
  * ({@link StartedTopology}), and the kinds it refuses (for each, {@link eachKind} declares one test
  * of the refusal instead of that kind's tests); a new client library is one line in `CLIENTS`
- * (./clients.ts, which makes its clients). {@link TOPOLOGIES} is every topology with every client
- * library that reaches it. Everything a test needs beyond that ({@link TopologyUnderTest}) is built
+ * (./clients.ts, which makes its clients) and is proven by the conformance suite. {@link TOPOLOGIES}
+ * is every topology with the client its line names. Everything a test needs beyond that ({@link TopologyUnderTest}) is built
  * here on those few members, the same way for every topology and client. Raw reads of padlock's
  * keys always go through ioredis: what is under test is the Padlock's client.
  *
@@ -130,32 +130,30 @@ async function redlock(): Promise<StartedTopology> {
 }
 
 /**
- * Behaviour runs once per topology with each adapter family (ioredis, whose fork iovalkey shares its
- * adapter, and node-redis), not once per client library: every library and major version runs the
- * whole suite on the single server, where its adapter's calls are the same ones the other
- * topologies make; `test/clients.test.ts` covers what differs per library on each topology.
+ * Behaviour runs once per topology, through ioredis, not once per client library: what differs per
+ * library (its adapter's calls, errors, pub/sub, WAIT, cluster routing) is the client conformance
+ * suite's (test/clients.test.ts), which runs every library on each topology it reaches.
  */
-const ADAPTER_FAMILIES: readonly ClientName[] = ['ioredis', 'node-redis'];
+const ONE_CLIENT: readonly ClientName[] = ['ioredis'];
 
 const BASES: readonly Topology[] = [
-  { name: 'single server', kind: 'server', start: singleServer },
-  { name: 'Sentinel', kind: 'sentinel', start: sentinelSet, clients: ADAPTER_FAMILIES },
-  { name: 'Cluster', kind: 'cluster', start: cluster, clients: ADAPTER_FAMILIES },
+  { name: 'single server', kind: 'server', start: singleServer, clients: ONE_CLIENT },
+  { name: 'Sentinel', kind: 'sentinel', start: sentinelSet, clients: ONE_CLIENT },
+  { name: 'Cluster', kind: 'cluster', start: cluster, clients: ONE_CLIENT },
   // A fair handoff happens inside one server's release script: N masters cannot agree on one waiter.
-  { name: 'Redlock (5 masters)', kind: 'server', start: redlock, refuses: ['fairMutex'], redlock: true, clients: ['ioredis', 'node-redis'] },
+  { name: 'Redlock (5 masters)', kind: 'server', start: redlock, refuses: ['fairMutex'], redlock: true, clients: ONE_CLIENT },
 ];
 
 /**
- * Every topology the behaviour tests run on, with the client libraries chosen for it (every one
- * that reaches it, unless its line says which): the whole suite once per (topology, client). A
- * client library is one line in CLIENTS (./clients.ts).
+ * Every topology the behaviour tests run on, with the client library its line names: the whole
+ * suite once per topology.
  */
 export const TOPOLOGIES: readonly TopologyFactory[] = BASES.flatMap(({ clients, kind, ...base }) =>
   CLIENTS.filter((client) => reaches(client, kind) && (clients === undefined || clients.includes(client))).map((client) => ({ ...base, name: `${base.name} · ${client}`, client })),
 ).filter(chosen(process.env['PADLOCK_SUITES']));
 
 /**
- * While working on one client or topology: `PADLOCK_SUITES='Cluster · node-redis$'` runs only the
+ * While working on one client or topology: `PADLOCK_SUITES='Cluster'` runs only the
  * (topology · client) pairs whose name matches that regular expression. Unset: all of them.
  */
 function chosen(pattern: string | undefined): (factory: TopologyFactory) => boolean {
