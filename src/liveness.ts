@@ -14,6 +14,7 @@
 import { monotonicNow, settleWithin } from './clock.js';
 import { livenessKey } from './keys.js';
 import { clientsAliveScript, livenessScript } from './scripts/index.js';
+import { majorityQuorum, oneServerOnly } from './topology/quorum.js';
 import type { ScriptCall, Topology } from './topology/topology.js';
 
 /** The key is rewritten this many times per `livenessMs`. */
@@ -21,12 +22,15 @@ export const LIVENESS_REFRESHES = 5;
 
 /** Keeps (ms > 0) or deletes (0) a liveness key. */
 export function livenessCall(key: string, ms: number): ScriptCall<true> {
-  return { script: livenessScript, keys: [key], args: [ms], lock: undefined };
+  return { script: livenessScript, keys: [key], args: [ms], lock: undefined, quorum: majorityQuorum };
 }
 
-/** How many of `keys` (liveness keys in one slot) exist. */
+/**
+ * How many of `keys` (liveness keys in one slot) exist. One server's count: where each master keeps
+ * its own copy of the keys (Redlock), the reap script reads them there instead (reaping.ts).
+ */
 export function clientsAliveCall(keys: readonly string[]): ScriptCall<number> {
-  return { script: clientsAliveScript, keys, args: [], lock: undefined };
+  return { script: clientsAliveScript, keys, args: [], lock: undefined, quorum: oneServerOnly() };
 }
 
 /** What a {@link Liveness} needs of its Padlock. */

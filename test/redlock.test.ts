@@ -9,8 +9,10 @@ import { lockKeys } from '../src/keys.js';
 import { LockLostError, Padlock, PadlockOptionError, QuorumError, type Lease } from '../src/index.js';
 import type { PadlockOptions } from '../src/options.js';
 import { MutexProtocol } from '../src/locks/mutex-protocol.js';
-import { enqueueScript, type AcquireReply } from '../src/scripts/index.js';
+import { SemaphoreProtocol, semaphoreKeys } from '../src/locks/semaphore-protocol.js';
+import { enqueueScript, inspectScript, type AcquireReply } from '../src/scripts/index.js';
 import { checkedScript } from '../src/topology/master-epoch.js';
+import { releaseQuorum } from '../src/topology/quorum.js';
 import { connect, delay, eventually, runCall, useMasters } from './harness/redis.js';
 import { holdsOf, isHeld, queuedOwners, readLock } from './harness/lock-state.js';
 import { redisInternals } from '../src/testing.js';
@@ -257,6 +259,29 @@ describe('Redlock over 5 masters', () => {
       assert.equal(lease.isHeld, false);
     });
     await lease.release().catch(() => undefined);
+  });
+
+  it('combines each call by the rule the call states: a call only one server can decide is refused before any master runs it', async () => {
+    const padlock = redlock();
+    const { topology } = redisInternals(padlock);
+    const keys = semaphoreKeys('rlq', 'rl:one-server');
+    // A write (a semaphore's limit stored): refused, on no master.
+    const setPermits = new SemaphoreProtocol(keys, 2, redisInternals(padlock).clientId, false).setPermits(3);
+    assert.equal(setPermits.quorum.name, 'one-server');
+    await assert.rejects(topology.run(setPermits), (e: unknown) => e instanceof TypeError && /no rule for semaphore-set-permits\.lua/.test(e.message));
+    // A reap waits for every master's answer, and each master answers its connection in order: a call
+    // sent before it has run by the time it returns.
+    assert.equal(await topology.run(MutexProtocol.reap(lockKeys('rlprobe', 'none'), { owner: 'x', clients: '*' }, [], false)), 'changed');
+    assert.deepEqual(await Promise.all(admins.map((a) => a.keys('rlq:*'))), [[], [], [], [], []], 'no master ran it');
+    // What the types refuse (checked by the compiler, never run): a call without a rule, a rule for another reply.
+    const typeChecks = (): void => {
+      // @ts-expect-error a call states its rule
+      void topology.run({ script: inspectScript, keys: [lockKeys('rlq', 'x').lock], args: [], lock: 'x' });
+      const inspect = new MutexProtocol(lockKeys('rlq', 'x'), 'mutex', 'client').inspect();
+      // @ts-expect-error a release's rule combines release replies, not a read's
+      void topology.run({ ...inspect, quorum: releaseQuorum });
+    };
+    void typeChecks;
   });
 
   it('refuses the fair mutex at creation, naming it and the topology; and bad master lists', () => {

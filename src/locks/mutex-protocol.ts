@@ -21,6 +21,7 @@ import {
   type ReleaseReply,
 } from '../scripts/index.js';
 import { newRequestId } from '../tokens.js';
+import { anyQuorum, grantQuorum, readQuorum, reapQuorum, releaseQuorum, renewQuorum } from '../topology/quorum.js';
 import type { Granted, ScriptCall } from '../topology/topology.js';
 
 /** A waiter that missed this many heartbeats in a row is taken for dead and skipped. */
@@ -80,15 +81,17 @@ export class MutexProtocol {
     // The owner is fresh: releasing one hold of it where nothing was granted changes nothing.
     const undoUnanswered = this.release(owner, 1);
     const proposing = (proposed: number): ScriptCall<AcquireReply> => this.#attempt(owner, leaseMs, mode, heartbeatMs, ticket, place, proposed);
-    if (mode === 'try') return { script: acquireScript, keys, args: [owner, leaseMs, this.kind, fence, this.clientId], lock, grants, undoUnanswered, proposing };
+    const quorum = grantQuorum(owner, leaseMs, true);
+    if (mode === 'try') return { script: acquireScript, keys, args: [owner, leaseMs, this.kind, fence, this.clientId], lock, quorum, grants, undoUnanswered, proposing };
     const allowance = heartbeatMs * HEARTBEATS_ALLOWED;
     const args = [owner, leaseMs, this.kind, this.clientId, allowance, mode === 'queue' ? 'tail' : 'head', fence, fence > 0 ? ticket : 0, place];
-    return { script: enqueueScript, keys, args, lock, grants, undoUnanswered, proposing, unqueue: this.leave(owner, true) };
+    return { script: enqueueScript, keys, args, lock, quorum, grants, undoUnanswered, proposing, unqueue: this.leave(owner, true) };
   }
 
   /** Adds one hold for an `owner` that holds the lock (`not-held` otherwise), and this client to its clients; never shortens the lease. */
   reenter(owner: string, leaseMs: number): ScriptCall<AcquireReply> {
-    return { script: reenterScript, keys: [this.keys.lock], args: [owner, leaseMs, newRequestId(), this.clientId], lock: this.keys.name, grants: this.#grants(owner) };
+    const quorum = grantQuorum(owner, leaseMs, false);
+    return { script: reenterScript, keys: [this.keys.lock], args: [owner, leaseMs, newRequestId(), this.clientId], lock: this.keys.name, quorum, grants: this.#grants(owner) };
   }
 
   /** An acquire reply grants one hold of `owner`, which a release of one gives back. */
@@ -98,22 +101,22 @@ export class MutexProtocol {
 
   /** Releases `count` holds of `owner`; the last one frees the lock and gives the turn to the queue. */
   release(owner: string, count: number): ScriptCall<ReleaseReply> {
-    return { script: releaseScript, keys: scriptKeys(this.keys), args: [owner, count, newRequestId(), this.keys.released, this.#publish], lock: this.keys.name };
+    return { script: releaseScript, keys: scriptKeys(this.keys), args: [owner, count, newRequestId(), this.keys.released, this.#publish], lock: this.keys.name, quorum: releaseQuorum };
   }
 
   /** Takes a waiter that gave up out of the queue, passing on a turn it was given (`only`: leaves the queue and nothing more). Idempotent. */
   leave(owner: string, only = false): ScriptCall<boolean> {
-    return { script: leaveScript, keys: scriptKeys(this.keys), args: [owner, this.keys.released, this.#publish, only ? 'only' : 'pass-on'], lock: this.keys.name };
+    return { script: leaveScript, keys: scriptKeys(this.keys), args: [owner, this.keys.released, this.#publish, only ? 'only' : 'pass-on'], lock: this.keys.name, quorum: anyQuorum };
   }
 
   /** Deletes the lock whoever holds it and gives the turn to the queue. */
   forceRelease(): ScriptCall<boolean> {
-    return { script: forceReleaseScript, keys: scriptKeys(this.keys), args: [this.keys.released, this.#publish], lock: this.keys.name };
+    return { script: forceReleaseScript, keys: scriptKeys(this.keys), args: [this.keys.released, this.#publish], lock: this.keys.name, quorum: anyQuorum };
   }
 
   /** Reads the lock's holders, fence and remaining lease. */
   inspect(): ScriptCall<InspectReply> {
-    return { script: inspectScript, keys: [this.keys.lock], args: [], lock: this.keys.name };
+    return { script: inspectScript, keys: [this.keys.lock], args: [], lock: this.keys.name, quorum: readQuorum };
   }
 
   /**
@@ -127,6 +130,7 @@ export class MutexProtocol {
       keys: [...scriptKeys(keys), ...(liveness ?? [])],
       args: [holder.owner, holder.clients, keys.released, publishCommand(sharded), liveness === undefined ? 'checked' : 'here'],
       lock: keys.name,
+      quorum: reapQuorum,
     };
   }
 
@@ -137,6 +141,7 @@ export class MutexProtocol {
       keys: holds.map((h) => h.keys.lock),
       args: holds.flatMap((h) => [h.owner, ms ?? h.leaseMs]),
       lock: holds.length === 1 ? holds[0]?.keys.name : undefined,
+      quorum: renewQuorum(holds.length, Math.min(...holds.map((h) => ms ?? h.leaseMs))),
       // A renewal lengthens holds; one that replicas did not acknowledge simply does not count.
       grants: () => ({ undo: undefined }),
     };

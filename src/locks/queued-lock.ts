@@ -15,6 +15,7 @@ import type { Hold } from '../hold.js';
 import type { LockKeys } from '../keys.js';
 import type { Shared } from '../shared.js';
 import type { RedisContext } from '../stores/redis-store.js';
+import { oneServerOnly } from '../topology/quorum.js';
 import type { ScriptCall } from '../topology/topology.js';
 import type { WaitScope } from '../wait-scope.js';
 import { Lock, type Grant } from './lock.js';
@@ -208,7 +209,8 @@ export abstract class QueuedLock extends Lock {
 
   /** Takes this waiter's entry at `place` out of the queue, and nothing more. Idempotent; never throws. */
   #unqueue(owner: string, place: string): void {
-    const call: ScriptCall<number> = { script: unqueueScript, keys: [this.keys.queue], args: [owner, place], lock: this.name };
+    // Only where a handoff message is taken at its word (one server): a topology of several confirms grants itself.
+    const call: ScriptCall<number> = { script: unqueueScript, keys: [this.keys.queue], args: [owner, place], lock: this.name, quorum: oneServerOnly() };
     this.shared.runtime.track(this.redis.topology.run(call).catch(() => undefined));
   }
 

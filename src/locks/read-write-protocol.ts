@@ -1,7 +1,9 @@
 /**
  * The protocol of the read/write lock: its key layout and which script each step runs, with which
  * keys and arguments. Calls are built here and run by a topology; their replies are typed in
- * scripts/index.ts. See docs/protocol.md, "Read/write lock".
+ * scripts/index.ts. See docs/protocol.md, "Read/write lock". Each call's quorum rule is one server's:
+ * readers admitted together and a writer handed the lock are decided inside one server's scripts, so a
+ * topology of several servers (Redlock) refuses the kind.
  */
 import { hashTag, waiterChannel, type LockKeys } from '../keys.js';
 import {
@@ -18,6 +20,7 @@ import {
   type ReleaseReply,
 } from '../scripts/index.js';
 import { newRequestId } from '../tokens.js';
+import { oneServerOnly } from '../topology/quorum.js';
 import type { Granted, ScriptCall } from '../topology/topology.js';
 import { HEARTBEATS_ALLOWED, publishCommand, type QueueMode } from './mutex-protocol.js';
 
@@ -114,6 +117,7 @@ export class ReadWriteProtocol {
       keys: this.#all,
       args: [this.keys.side, owner, leaseMs, where, this.clientId, allowanceMs, writer, this.keys.released, this.#publish, place],
       lock: this.keys.name,
+      quorum: oneServerOnly(),
       grants: (reply) => (reply.status === 'acquired' ? { undo } : undefined),
       undoUnanswered: undo,
     };
@@ -126,6 +130,7 @@ export class ReadWriteProtocol {
       keys: [this.keys.state, this.keys.leases],
       args: [this.keys.side, owner, leaseMs, newRequestId()],
       lock: this.keys.name,
+      quorum: oneServerOnly(),
       grants: (reply): Granted | undefined => (reply.status === 'acquired' ? { undo: this.release(owner, 1) } : undefined),
     };
   }
@@ -137,27 +142,28 @@ export class ReadWriteProtocol {
       keys: this.#all,
       args: [this.keys.side, owner, count, newRequestId(), this.keys.released, this.#publish],
       lock: this.keys.name,
+      quorum: oneServerOnly(),
     };
   }
 
   /** Takes a waiter that gave up out of the queue, freeing what it was given meanwhile. Idempotent. */
   leave(owner: string): ScriptCall<boolean> {
-    return { script: readWriteLeaveScript, keys: this.#all, args: [owner, this.keys.released, this.#publish], lock: this.keys.name };
+    return { script: readWriteLeaveScript, keys: this.#all, args: [owner, this.keys.released, this.#publish], lock: this.keys.name, quorum: oneServerOnly() };
   }
 
   /** Takes away every hold of this side, whoever holds it. */
   forceRelease(): ScriptCall<boolean> {
-    return { script: readWriteForceReleaseScript, keys: this.#all, args: [this.keys.side, this.keys.released, this.#publish], lock: this.keys.name };
+    return { script: readWriteForceReleaseScript, keys: this.#all, args: [this.keys.side, this.keys.released, this.#publish], lock: this.keys.name, quorum: oneServerOnly() };
   }
 
   /** Reads who holds the lock. */
   inspect(): ScriptCall<ReadWriteInspectReply> {
-    return { script: readWriteInspectScript, keys: [this.keys.state, this.keys.leases], args: [], lock: this.keys.name };
+    return { script: readWriteInspectScript, keys: [this.keys.state, this.keys.leases], args: [], lock: this.keys.name, quorum: oneServerOnly() };
   }
 
   /** Reads who holds the lock, each hold, the first `waiters` queued waiters and the keys' TTLs (the CLI's `inspect`). */
   describe(waiters: number): ScriptCall<ReadWriteInspectReply> {
-    return { script: readWriteInspectScript, keys: this.#all, args: [waiters], lock: this.keys.name };
+    return { script: readWriteInspectScript, keys: this.#all, args: [waiters], lock: this.keys.name, quorum: oneServerOnly() };
   }
 
   /** Lengthens each hold's own lease to at least its `leaseMs` (or `ms`, for one) while it is held; 0 for those that are not. */
@@ -174,6 +180,7 @@ export class ReadWriteProtocol {
       keys,
       args,
       lock: holds.length === 1 ? holds[0]?.keys.name : undefined,
+      quorum: oneServerOnly(),
       // A renewal lengthens holds; one that replicas did not acknowledge simply does not count.
       grants: () => ({ undo: undefined }),
     };

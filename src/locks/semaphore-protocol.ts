@@ -1,7 +1,9 @@
 /**
  * The protocol of the semaphore: its keys, and which script each step runs with which arguments.
  * Calls are built here and run by a topology; their replies are typed in scripts/index.ts. See
- * docs/protocol.md, "Semaphore".
+ * docs/protocol.md, "Semaphore". Each call's quorum rule is one server's: servers that each cap their
+ * own holders do not cap the holders of majorities, so a topology of several servers (Redlock) refuses
+ * the kind.
  */
 import { hashTag, waiterChannel, type LockKeys } from '../keys.js';
 import {
@@ -18,6 +20,7 @@ import {
   type SemaphoreInspectReply,
 } from '../scripts/index.js';
 import { newRequestId } from '../tokens.js';
+import { oneServerOnly } from '../topology/quorum.js';
 import type { Granted, ScriptCall } from '../topology/topology.js';
 import { HEARTBEATS_ALLOWED, publishCommand, type QueueMode, type Renewable } from './mutex-protocol.js';
 
@@ -71,13 +74,13 @@ export class SemaphoreProtocol {
     const args = [owner, leaseMs, permits, this.defaultLimit, this.clientId, where, heartbeatMs * HEARTBEATS_ALLOWED, this.keys.released, this.#publish, place];
     // The owner is fresh: releasing one hold of it where nothing was granted changes nothing.
     const undo = this.release(owner, 1);
-    return { script: semaphoreAcquireScript, keys: semaphoreScriptKeys(this.keys), args, lock: this.keys.name, grants: this.#grants(owner), undoUnanswered: undo };
+    return { script: semaphoreAcquireScript, keys: semaphoreScriptKeys(this.keys), args, lock: this.keys.name, quorum: oneServerOnly(), grants: this.#grants(owner), undoUnanswered: undo };
   }
 
   /** Adds one hold (on the same permits) for an `owner` that holds permits (`not-held` otherwise); never shortens the lease. */
   reenter(owner: string, leaseMs: number): ScriptCall<AcquireReply> {
     const args = [owner, leaseMs, newRequestId(), this.clientId, this.defaultLimit, this.keys.released, this.#publish];
-    return { script: semaphoreReenterScript, keys: semaphoreScriptKeys(this.keys), args, lock: this.keys.name, grants: this.#grants(owner) };
+    return { script: semaphoreReenterScript, keys: semaphoreScriptKeys(this.keys), args, lock: this.keys.name, quorum: oneServerOnly(), grants: this.#grants(owner) };
   }
 
   /** An acquire reply grants one hold of `owner`, which a release of one gives back. */
@@ -88,35 +91,35 @@ export class SemaphoreProtocol {
   /** Releases `count` holds of `owner`; the last one returns its permits and admits the waiters that fit. */
   release(owner: string, count: number): ScriptCall<ReleaseReply> {
     const args = [owner, count, newRequestId(), this.defaultLimit, this.keys.released, this.#publish];
-    return { script: semaphoreReleaseScript, keys: semaphoreScriptKeys(this.keys), args, lock: this.keys.name };
+    return { script: semaphoreReleaseScript, keys: semaphoreScriptKeys(this.keys), args, lock: this.keys.name, quorum: oneServerOnly() };
   }
 
   /** Takes a waiter that gave up out of the queue, returning permits handed to it meanwhile. Idempotent. */
   leave(owner: string): ScriptCall<boolean> {
     const args = [owner, this.defaultLimit, this.keys.released, this.#publish];
-    return { script: semaphoreLeaveScript, keys: semaphoreScriptKeys(this.keys), args, lock: this.keys.name };
+    return { script: semaphoreLeaveScript, keys: semaphoreScriptKeys(this.keys), args, lock: this.keys.name, quorum: oneServerOnly() };
   }
 
   /** Frees every permit whoever holds it, and admits the waiters that fit. */
   forceRelease(): ScriptCall<boolean> {
     const args = [this.defaultLimit, this.keys.released, this.#publish];
-    return { script: semaphoreForceReleaseScript, keys: semaphoreScriptKeys(this.keys), args, lock: this.keys.name };
+    return { script: semaphoreForceReleaseScript, keys: semaphoreScriptKeys(this.keys), args, lock: this.keys.name, quorum: oneServerOnly() };
   }
 
   /** Stores the limit `permits`: waiters that now fit are admitted, those asking more than it are refused. */
   setPermits(permits: number): ScriptCall<number> {
     const args = [permits, this.keys.released, this.#publish];
-    return { script: semaphoreSetPermitsScript, keys: semaphoreScriptKeys(this.keys), args, lock: this.keys.name };
+    return { script: semaphoreSetPermitsScript, keys: semaphoreScriptKeys(this.keys), args, lock: this.keys.name, quorum: oneServerOnly() };
   }
 
   /** Reads the limit and the permits held, on the server's clock. */
   inspect(): ScriptCall<SemaphoreInspectReply> {
-    return { script: semaphoreInspectScript, keys: semaphoreScriptKeys(this.keys), args: [this.defaultLimit], lock: this.keys.name };
+    return { script: semaphoreInspectScript, keys: semaphoreScriptKeys(this.keys), args: [this.defaultLimit], lock: this.keys.name, quorum: oneServerOnly() };
   }
 
   /** Reads the limit, each live holder, the first `waiters` queued waiters and the keys' TTLs (the CLI's `inspect`). */
   describe(waiters: number): ScriptCall<SemaphoreInspectReply> {
-    return { script: semaphoreInspectScript, keys: semaphoreScriptKeys(this.keys), args: [this.defaultLimit, waiters], lock: this.keys.name };
+    return { script: semaphoreInspectScript, keys: semaphoreScriptKeys(this.keys), args: [this.defaultLimit, waiters], lock: this.keys.name, quorum: oneServerOnly() };
   }
 
   /** Lengthens each hold's lease to at least its `leaseMs` (or `ms`) while its owner holds permits; 0 for those it does not. */
@@ -126,6 +129,7 @@ export class SemaphoreProtocol {
       keys: holds.flatMap((h) => semaphoreScriptKeys(h.keys).slice(0, 3)),
       args: holds.flatMap((h) => [h.owner, ms ?? h.leaseMs]),
       lock: holds.length === 1 ? holds[0]?.keys.name : undefined,
+      quorum: oneServerOnly(),
       // A renewal lengthens holds; one that replicas did not acknowledge simply does not count.
       grants: () => ({ undo: undefined }),
     };

@@ -132,7 +132,7 @@ export class ScriptRunner {
   }
 }
 
-/** What one call of {@link ScriptRunner.sendMany} sends. */
+/** What one script call sends to one server: what {@link ScriptRunner.sendMany} takes, and what a topology's calls are made of. */
 export interface ScriptSend<Result> {
   readonly script: Script<Result>;
   readonly keys: readonly string[];

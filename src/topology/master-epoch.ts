@@ -13,9 +13,9 @@
  * grant.
  */
 import type { Arg } from '../redis/connection.js';
-import { defineScript, type Script, type ScriptRunner } from '../redis/script-runner.js';
+import { defineScript, type Script, type ScriptRunner, type ScriptSend } from '../redis/script-runner.js';
 import { luaSources } from '../scripts/embedded.js';
-import type { GaveUp, ScriptCall } from './topology.js';
+import type { GaveUp } from './topology.js';
 
 /** A master's epoch as one check read it. */
 export interface Epoch {
@@ -102,6 +102,6 @@ export function checkedScript<Result>(script: Script<Result>): Script<Checked<Re
 }
 
 /** Runs `call` and the epoch check in one script on one master ({@link checkedScript}). */
-export function sendChecked<Result>(runner: ScriptRunner, call: ScriptCall<Result>, marker: string, check: readonly Arg[], gaveUp?: GaveUp): Promise<Checked<Result>> {
+export function sendChecked<Result>(runner: ScriptRunner, call: ScriptSend<Result>, marker: string, check: readonly Arg[], gaveUp?: GaveUp): Promise<Checked<Result>> {
   return runner.send(checkedScript(call.script), [marker, ...call.keys], [...check, ...call.args], call.lock, gaveUp);
 }

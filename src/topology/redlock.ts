@@ -13,8 +13,9 @@
  * - a reap goes to every master, each checking the holder's liveness key there: freed where every
  *   client's key is gone (a dead client's key runs out on every master);
  * - a liveness key write goes to every master and needs a majority.
- * A master's late grant is given back when it arrives. Only the mutex family's calls are known here
- * (its scripts name the rule); a new lock kind adds its rules, or is refused on Redlock.
+ * A master's late grant is given back when it arrives. Each call states its rule (quorum.ts): the
+ * mutex family's calls state these; a kind whose calls only one server can decide is refused here
+ * (REFUSALS), and such a call refused before any master runs it.
  */
 import { randomInt } from 'node:crypto';
 import { bound, driftMs, monotonicNow } from '../clock.js';
@@ -23,26 +24,10 @@ import type { CommandConnection, SubscriberConnection } from '../redis/connectio
 import { fanInSubscriber } from '../redis/fan-in-subscriber.js';
 import { FenceProposer } from './fence-proposer.js';
 import { checkArgs, epochScript, resolveArgs, sendChecked, type Epoch } from './master-epoch.js';
-import { ScriptRunner } from '../redis/script-runner.js';
+import { ScriptRunner, type ScriptSend } from '../redis/script-runner.js';
 import { EvictionPolicyCheck } from '../redis/eviction-policy.js';
-import {
-  acquireScript,
-  enqueueScript,
-  forceReleaseScript,
-  inspectScript,
-  leaveScript,
-  livenessScript,
-  raiseFenceScript,
-  reapScript,
-  reenterScript,
-  releaseScript,
-  renewScript,
-  type AcquireReply,
-  type HolderReply,
-  type InspectReply,
-  type ReapReply,
-  type ReleaseReply,
-} from '../scripts/index.js';
+import { raiseFenceScript, type AcquireReply, type HolderReply, type InspectReply, type ReapReply, type ReleaseReply } from '../scripts/index.js';
+import type { GrantRule, QuorumRule, QuorumRules } from './quorum.js';
 import type { GaveUp, LockKindName, PlainCall, ScriptCall, Topology } from './topology.js';
 
 /** A master's answer to one call. */
@@ -85,10 +70,17 @@ class InFlight {
   }
 }
 
-/** Whether `script` may grant a hold (acquire, enqueue, re-enter): its first argument is then the owner. */
-function isAttempt(script: unknown): boolean {
-  return script === acquireScript || script === enqueueScript || script === reenterScript;
+/** One round of a call: when it began (a grant's validity counts from then), and whether its caller gave up. */
+interface Round {
+  readonly startedAt: number;
+  readonly gaveUp: GaveUp | undefined;
 }
+
+/**
+ * A call as one master is asked it: a round's call, with its rule, or one of Redlock's own (an epoch
+ * resolved, a fence raised), which goes to the masters it names and needs no rule.
+ */
+type Asked<Result> = ScriptSend<Result> & Partial<Pick<ScriptCall<Result>, 'quorum' | 'grants' | 'undoUnanswered'>>;
 
 /**
  * How long a master may take to answer one call: a quarter of the call's lease (of the Padlock's lease
@@ -199,68 +191,67 @@ export class Redlock implements Topology {
 
   /**
    * Sends `call` to every master at once, each bounded by the per-master time-out, and adds the
-   * answers up as soon as they decide the call's outcome: the masters not yet heard from run on in
-   * the background (tracked, so that `close()` waits for them).
+   * answers up by the call's rule as soon as they decide its outcome: the masters not yet heard from
+   * run on in the background (tracked, so that `close()` waits for them).
    */
   async #round<Result>(call: ScriptCall<Result>, gaveUp?: GaveUp): Promise<Result> {
-    const startedAt = monotonicNow();
-    // The rule is the call's script's; each branch reads the reply type that script has.
-    const script = call.script as unknown;
-    if (isAttempt(script)) {
-      return (await this.#acquire(call as unknown as ScriptCall<AcquireReply>, startedAt, gaveUp)) as unknown as Result;
-    }
-    const asked = this.#askAll(call, gaveUp);
-    const n = this.#masters.length;
-    const q = this.quorum;
-    if (script === renewScript) {
-      const holds = call.keys.length;
+    return call.quorum.combine(this.#rules, call, { startedAt: monotonicNow(), gaveUp });
+  }
+
+  /** Each rule's round: its call's answers, typed by the rule's reply, added up as the rule says. */
+  readonly #rules: QuorumRules<Round> = {
+    grant: (call, rule, round) => this.#acquire(call, rule, round),
+    renew: async (call, rule, { gaveUp }) => {
+      const n = this.#masters.length;
+      const q = this.quorum;
       const decided = (got: readonly Answer<number[]>[]): boolean => {
         const pending = n - got.length;
-        for (let i = 0; i < holds; i++) {
+        for (let i = 0; i < rule.holds; i++) {
           const renewed = got.filter((a) => a.ok && (a.value[i] ?? 0) > 0).length;
           if (renewed < q && renewed + pending >= q) return false;
         }
         return true;
       };
-      const answers = await gather(asked as unknown as Promise<Answer<number[]>>[], decided);
-      return this.#renew(call.lock, answers, holds) as unknown as Result;
-    }
-    if (script === releaseScript) {
-      const decided = (got: readonly Answer<ReleaseReply>[]): boolean => got.filter((a) => a.ok && a.value.status === 'released').length >= q;
-      return this.#release(call.lock, await gather(asked as unknown as Promise<Answer<ReleaseReply>>[], decided)) as unknown as Result;
-    }
-    if (script === leaveScript || script === forceReleaseScript) {
-      const decided = (got: readonly Answer<boolean>[]): boolean => got.filter((a) => a.ok).length >= q && got.some((a) => a.ok && a.value);
-      return this.#any(call.lock, await gather(asked as unknown as Promise<Answer<boolean>>[], decided)) as unknown as Result;
-    }
-    if (script === inspectScript) {
+      return this.#renew(call.lock, await gather(this.#askAll(call, gaveUp), decided), rule.holds);
+    },
+    release: async (call, { gaveUp }) => {
+      const decided = (got: readonly Answer<ReleaseReply>[]): boolean => got.filter((a) => a.ok && a.value.status === 'released').length >= this.quorum;
+      return this.#release(call.lock, await gather(this.#askAll(call, gaveUp), decided));
+    },
+    any: async (call, { gaveUp }) => {
+      const decided = (got: readonly Answer<boolean>[]): boolean => got.filter((a) => a.ok).length >= this.quorum && got.some((a) => a.ok && a.value);
+      return this.#any(call.lock, await gather(this.#askAll(call, gaveUp), decided));
+    },
+    read: async (call, { gaveUp }) => {
+      const q = this.quorum;
       const decided = (got: readonly Answer<InspectReply>[]): boolean => {
         const replies = got.flatMap((a) => (a.ok ? [a.value] : []));
         const free = replies.filter((r) => r.fence === 0).length;
         const fence = agreed(replies.filter((r) => r.fence > 0).map((r) => r.fence));
         return free >= q || replies.filter((r) => r.fence === fence && fence > 0).length >= q;
       };
-      return this.#inspect(call.lock, await gather(asked as unknown as Promise<Answer<InspectReply>>[], decided)) as unknown as Result;
-    }
-    if (script === reapScript) return this.#reap(call.lock, await Promise.all(asked as unknown as Promise<Answer<ReapReply>>[])) as unknown as Result;
-    if (script === livenessScript) {
-      const decided = (got: readonly Answer<true>[]): boolean => got.filter((a) => a.ok).length >= q;
-      return this.#majority(call.lock, await gather(asked as unknown as Promise<Answer<true>>[], decided)) as unknown as Result;
-    }
-    throw new TypeError(`Redlock has no rule for ${call.script.name}`);
-  }
+      return this.#inspect(call.lock, await gather(this.#askAll(call, gaveUp), decided));
+    },
+    reap: async (call, { gaveUp }) => this.#reap(call.lock, await Promise.all(this.#askAll(call, gaveUp))),
+    majority: async (call, { gaveUp }) => {
+      const decided = (got: readonly Answer<true>[]): boolean => got.filter((a) => a.ok).length >= this.quorum;
+      return this.#majority(call.lock, await gather(this.#askAll(call, gaveUp), decided));
+    },
+    // Refused before any master runs it: the kinds whose calls these are are refused here (REFUSALS).
+    oneServer: (call) => Promise.reject(new TypeError(`Redlock has no rule for ${call.script.name}: only one server can decide it`)),
+  };
 
   /** Sends `call` to every master; the whole round is tracked until the last master answered or timed out. */
   #askAll<Result>(call: ScriptCall<Result>, gaveUp?: GaveUp): Promise<Answer<Result>>[] {
-    const ms = this.nodeTimeoutMs(leaseOf(call));
+    const ms = this.nodeTimeoutMs(leaseOf(call.quorum));
     const asked = this.#masters.map((node) => this.#ask(node, call, ms, gaveUp));
     this.#host.track(Promise.all(asked));
     return asked;
   }
 
   /** A grant (acquire, enqueue, re-enter): a fresh hold is proposed a fence the masters can agree on. */
-  async #acquire(asked: ScriptCall<AcquireReply>, startedAt: number, gaveUp?: GaveUp): Promise<AcquireReply> {
-    const fresh = asked.script !== reenterScript;
+  async #acquire(asked: ScriptCall<AcquireReply>, rule: GrantRule, { startedAt, gaveUp }: Round): Promise<AcquireReply> {
+    const { fresh } = rule;
     const call = fresh && asked.proposing !== undefined ? asked.proposing(this.#fences.propose()) : asked;
     const all = this.#askAll(call, gaveUp);
     const n = this.#masters.length;
@@ -280,14 +271,14 @@ export class Redlock implements Topology {
     // can tell these masters from new ones (one more round trip, once per deployment).
     const confirmed = firstUse(answers, n) ? await this.#resolveNow(answers) : undefined;
     if (confirmed === undefined) this.#resolveEpochs(all);
-    const reply = await this.#grant(call, answers, startedAt, fresh, confirmed);
+    const reply = await this.#grant(call, rule, answers, startedAt, confirmed);
     if (reply.status === 'acquired') {
       if (fresh) {
-        this.#raiseStragglers(call, all, answers, reply.fence);
+        this.#raiseStragglers(call, rule, all, answers, reply.fence);
         this.#unqueue(call, all);
       }
     } else {
-      this.#giveBackStragglers(call, all, answers, fresh);
+      this.#giveBackStragglers(call, rule, all, answers);
     }
     return reply;
   }
@@ -297,8 +288,7 @@ export class Redlock implements Topology {
    * masters grant when their answer comes is given back, as for the answered ones; a master that never
    * answers a fresh owner's attempt gets the clean-up an unanswered call gets.
    */
-  #giveBackStragglers(call: ScriptCall<AcquireReply>, asked: readonly Promise<Answer<AcquireReply>>[], counted: readonly Answer<AcquireReply>[], fresh: boolean): void {
-    const owner = String(call.args[0]);
+  #giveBackStragglers(call: ScriptCall<AcquireReply>, { owner, fresh }: GrantRule, asked: readonly Promise<Answer<AcquireReply>>[], counted: readonly Answer<AcquireReply>[]): void {
     for (const answer of asked) {
       void answer.then((a) => {
         if (counted.includes(a)) return;
@@ -334,11 +324,12 @@ export class Redlock implements Topology {
    * in order, so that attempt's answer, which comes next, found the grant already made and counts it
    * as its own (it is that attempt's to keep or give back).
    */
-  async #ask<Result>(node: Master, call: ScriptCall<Result>, ms: number, gaveUp?: GaveUp): Promise<Answer<Result>> {
+  async #ask<Result>(node: Master, call: Asked<Result>, ms: number, gaveUp?: GaveUp): Promise<Answer<Result>> {
     node.evictions.check(call.keys); // once per master: beside this call, never before it
-    const checked = this.#checks(call) ? sendChecked(node.runner, call, this.#marker, checkArgs(this.#longestOf(call)), gaveUp) : undefined;
+    const rule = call.quorum;
+    const checked = rule !== undefined && checks(rule) ? sendChecked(node.runner, call, this.#marker, checkArgs(this.#longestOf(rule)), gaveUp) : undefined;
     const sent = checked === undefined ? node.runner.send(call.script, call.keys, call.args, call.lock, gaveUp) : checked.then((c) => c.value);
-    const owner = isAttempt(call.script) ? String(call.args[0]) : undefined;
+    const owner = rule?.name === 'grant' ? rule.owner : undefined;
     // Read as the reply comes, before the next reply of that master (which may be the later attempt's) is handled.
     let covered = false;
     if (owner !== undefined) {
@@ -361,17 +352,9 @@ export class Redlock implements Topology {
     }
   }
 
-  /**
-   * Whether `call` is followed by the epoch check: a fresh attempt (whose grant must not count on a
-   * master that may have lost grants) and a renewal (which keeps the marker alive while a lock is held).
-   */
-  #checks(call: PlainCall): boolean {
-    return call.script === acquireScript || call.script === enqueueScript || call.script === renewScript;
-  }
-
   /** The longest lease a check records: the call's own, or a longer one this client knows of. */
-  #longestOf(call: PlainCall): number {
-    const lease = leaseOf(call) ?? 0;
+  #longestOf(rule: QuorumRule): number {
+    const lease = leaseOf(rule) ?? 0;
     if (lease > this.#longestMs) this.#longestMs = lease;
     return this.#longestMs;
   }
@@ -400,7 +383,7 @@ export class Redlock implements Topology {
   }
 
   /** Gives back, on one master, what `reply` granted there (best effort). */
-  #undo<Result>(node: Master, call: ScriptCall<Result>, reply: Result | undefined): void {
+  #undo<Result>(node: Master, call: Asked<Result>, reply: Result | undefined): void {
     const undo = reply === undefined ? call.undoUnanswered : call.grants?.(reply)?.undo;
     if (undo !== undefined) this.#sendAside(node, undo);
   }
@@ -411,7 +394,8 @@ export class Redlock implements Topology {
     void bound(node.runner.send(call.script, call.keys, call.args, call.lock), { ms, timeout: () => new Error(`no reply within ${ms} ms`) }).catch(() => undefined);
   }
 
-  async #grant(call: ScriptCall<AcquireReply>, answers: readonly Answer<AcquireReply>[], startedAt: number, fresh: boolean, confirmed?: ReadonlySet<Master>): Promise<AcquireReply> {
+  async #grant(call: ScriptCall<AcquireReply>, rule: GrantRule, answers: readonly Answer<AcquireReply>[], startedAt: number, confirmed?: ReadonlySet<Master>): Promise<AcquireReply> {
+    const { fresh } = rule;
     const granted = answers.filter((a): a is Answer<AcquireReply> & { ok: true; value: { status: 'acquired'; fence: number; holdCount: number; pttl: number } } => counts(a, confirmed));
     const counted = new Set<Answer<AcquireReply>>(granted);
     // A master sitting out (it may have lost grants): its grant is given back, whatever the outcome.
@@ -428,7 +412,7 @@ export class Redlock implements Topology {
       if (fresh) this.#fences.observe(fence);
       // Where every granting master gave the proposed fence, a majority has it already: one round.
       const behind = granted.filter((a) => a.value.fence < fence).map((a) => a.node);
-      if (validity > 0 && (!fresh || (await this.#raiseFence(call, behind, fence, granted.length - behind.length)))) {
+      if (validity > 0 && (!fresh || (await this.#raiseFence(call, rule, behind, fence, granted.length - behind.length)))) {
         return { status: 'acquired', fence, holdCount: Math.max(...granted.map((a) => a.value.holdCount)), pttl };
       }
     }
@@ -456,23 +440,22 @@ export class Redlock implements Topology {
    * Masters whose grant came after the hold was returned (a majority had already granted): raise
    * their fence to the hold's too, so that every master shows the same fence.
    */
-  #raiseStragglers(call: ScriptCall<AcquireReply>, asked: readonly Promise<Answer<AcquireReply>>[], counted: readonly Answer<AcquireReply>[], fence: number): void {
+  #raiseStragglers(call: ScriptCall<AcquireReply>, rule: GrantRule, asked: readonly Promise<Answer<AcquireReply>>[], counted: readonly Answer<AcquireReply>[], fence: number): void {
     for (const answer of asked) {
       void answer.then((a) => {
         if (counted.includes(a) || !a.ok || a.value.status !== 'acquired' || a.value.fence === fence) return;
-        void this.#raiseFence(call, [a.node], fence);
+        void this.#raiseFence(call, rule, [a.node], fence);
       });
     }
   }
 
   /** Writes `fence` back to granting `masters` that gave less; true when a majority has it, counting the `having` ones that gave it. */
-  async #raiseFence(call: ScriptCall<AcquireReply>, masters: readonly Master[], fence: number, having = 0): Promise<boolean> {
+  async #raiseFence(call: ScriptCall<AcquireReply>, rule: GrantRule, masters: readonly Master[], fence: number, having = 0): Promise<boolean> {
     if (having >= this.quorum) return true;
     const [lock] = call.keys;
-    const owner = call.args[0];
-    if (lock === undefined || owner === undefined) return false;
-    const raise = { script: raiseFenceScript, keys: [lock], args: [owner, fence.toFixed(0)], lock: call.lock };
-    const ms = this.nodeTimeoutMs(leaseOf(call));
+    if (lock === undefined) return false;
+    const raise = { script: raiseFenceScript, keys: [lock], args: [rule.owner, fence.toFixed(0)], lock: call.lock };
+    const ms = this.nodeTimeoutMs(rule.leaseMs);
     const raised = await Promise.all(masters.map(async (node) => (await this.#ask(node, raise, ms)).ok));
     return having + raised.filter(Boolean).length >= this.quorum;
   }
@@ -565,12 +548,17 @@ function firstUse(answers: readonly Answer<unknown>[], masters: number): boolean
   return answers.length === masters && answers.every((a) => a.ok && a.epoch?.state === 'unresolved');
 }
 
-/** The lease a call asks for, if it carries one: an attempt's or a re-entry's, a renewal's shortest. */
-function leaseOf(call: PlainCall): number | undefined {
-  const script = call.script as unknown;
-  if (isAttempt(script)) return Number(call.args[1]);
-  if (script === renewScript) return Math.min(...call.args.filter((_, i) => i % 2 === 1).map(Number));
-  return undefined;
+/** The lease a call asks for, if its rule carries one: an attempt's or a re-entry's, a renewal's shortest. */
+function leaseOf(rule: QuorumRule): number | undefined {
+  return rule.name === 'grant' || rule.name === 'renew' ? rule.leaseMs : undefined;
+}
+
+/**
+ * Whether a call is followed by the epoch check: a fresh attempt (whose grant must not count on a
+ * master that may have lost grants) and a renewal (which keeps the marker alive while a lock is held).
+ */
+function checks(rule: QuorumRule): boolean {
+  return (rule.name === 'grant' && rule.fresh) || rule.name === 'renew';
 }
 
 /** The answers so far, once `enough` says so or all are in. */

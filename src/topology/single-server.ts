@@ -17,6 +17,9 @@ import { ScriptRunner } from '../redis/script-runner.js';
 import { keySlot } from '../redis/slot.js';
 import type { GaveUp, Granted, ScriptCall, Topology } from './topology.js';
 
+/** A call as one server runs it: a call's quorum rule is for topologies of several servers, so none is read here. */
+type OneServerCall<Result> = Omit<ScriptCall<Result>, 'quorum'>;
+
 export class SingleServer implements Topology {
   readonly description: string;
   readonly extraReplyMs: number;
@@ -41,23 +44,23 @@ export class SingleServer implements Topology {
   }
 
   /** As {@link send}, but rejects with `RedisUnavailableError` when no reply comes within `replyTimeoutMs` (whatever the client's own retry settings). */
-  run<Result>(call: ScriptCall<Result>): Promise<Result> {
+  run<Result>(call: OneServerCall<Result>): Promise<Result> {
     const ms = this.replyTimeoutMs;
     return bound(this.#send(call), { ms, timeout: () => this.noReply(call.lock, ms) });
   }
 
-  send<Result>(call: ScriptCall<Result>, gaveUp?: GaveUp): Promise<Result> {
+  send<Result>(call: OneServerCall<Result>, gaveUp?: GaveUp): Promise<Result> {
     return this.#send(call, gaveUp);
   }
 
-  #send<Result>(call: ScriptCall<Result>, gaveUp?: GaveUp): Promise<Result> {
+  #send<Result>(call: OneServerCall<Result>, gaveUp?: GaveUp): Promise<Result> {
     const { script, keys, args, lock, grants } = call;
     this.#evictions.check(keys); // once per server: beside this call, never before it
     if (this.#replicas === undefined || grants === undefined) return this.#runner.send(script, keys, args, lock, gaveUp);
     return this.#acknowledged(call, grants, this.#replicas, gaveUp);
   }
 
-  async #acknowledged<Result>(call: ScriptCall<Result>, grants: (result: Result) => Granted | undefined, replicas: ReplicaOptions, gaveUp: GaveUp | undefined): Promise<Result> {
+  async #acknowledged<Result>(call: OneServerCall<Result>, grants: (result: Result) => Granted | undefined, replicas: ReplicaOptions, gaveUp: GaveUp | undefined): Promise<Result> {
     const { script, keys, args, lock } = call;
     const wait = { replicas: replicas.min, timeoutMs: replicas.timeoutMs };
     const [result, acknowledged] = await this.#runner.sendThenWait(script, keys, args, lock, wait, gaveUp);
@@ -84,7 +87,7 @@ export class SingleServer implements Topology {
     return this.#connection.nodeOf(key);
   }
 
-  runMany<Result>(calls: readonly ScriptCall<Result>[]): Promise<PromiseSettledResult<Result>[]> {
+  runMany<Result>(calls: readonly OneServerCall<Result>[]): Promise<PromiseSettledResult<Result>[]> {
     // One call, or calls that must each be acknowledged: as they are. Else one pipeline.
     if (calls.length <= 1 || this.#replicas !== undefined) return Promise.allSettled(calls.map((call) => this.run(call)));
     const ms = this.replyTimeoutMs;

@@ -6,8 +6,8 @@
  * Sentinel-managed primary, a Cluster or a Redlock set of independent masters.
  *
  * Where the later topologies plug in:
- * - Redlock: `send`/`run` fan a call out to every master and combine the replies by a quorum rule
- *   the call declares; `groupOf` groups by master set (one round trip per master per tick).
+ * - Redlock: `send`/`run` fan a call out to every master and combine the replies by the quorum rule
+ *   the call states (quorum.ts); `groupOf` groups by master set (one round trip per master per tick).
  * - Replica acknowledgement: `run`/`send` pipeline `WAIT min timeout` after a call that writes.
  * - Cluster: the client routes by slot; `groupOf` groups renewals by the node that owns the slot.
  *
@@ -15,19 +15,23 @@
  * kinds (store.ts).
  */
 import type { RedisUnavailableError } from '../errors.js';
-import type { Arg, SubscriberConnection } from '../redis/connection.js';
-import type { Script } from '../redis/script-runner.js';
+import type { SubscriberConnection } from '../redis/connection.js';
+import type { ScriptSend } from '../redis/script-runner.js';
+import type { Quorum } from './quorum.js';
 
 export type { LockKindName } from '../store.js';
 import type { LockKindName } from '../store.js';
 
-/** One call of a lock kind's protocol: a script, the keys it touches (all in one slot) and its arguments. */
-export interface ScriptCall<Result> {
-  readonly script: Script<Result>;
-  readonly keys: readonly string[];
-  readonly args: readonly Arg[];
-  /** The lock's name, for errors. */
-  readonly lock: string | undefined;
+/**
+ * One call of a lock kind's protocol: a script, the keys it touches (all in one slot), its arguments
+ * and the lock's name (for errors), with how a topology of several servers adds up their answers.
+ */
+export interface ScriptCall<Result> extends ScriptSend<Result> {
+  /**
+   * How a topology of several servers (Redlock) combines their replies: stated by whoever builds the
+   * call, typed by its reply. A topology of one server ignores it.
+   */
+  readonly quorum: Quorum<Result>;
   /**
    * For a call that may grant or lengthen a hold: given its reply, whether it did (so a topology
    * that acknowledges writes must have it acknowledged), and the call that undoes it if that fails.
@@ -54,8 +58,11 @@ export interface ScriptCall<Result> {
   readonly proposing?: ((fence: number) => ScriptCall<Result>) | undefined;
 }
 
-/** A call that cleans up after another: no grant, undo, proposal or unqueue of its own. */
-export type PlainCall = Omit<ScriptCall<unknown>, 'grants' | 'undoUnanswered' | 'proposing' | 'unqueue'>;
+/**
+ * A call that cleans up after another, sent to one server by itself: no quorum rule, grant, undo,
+ * proposal or unqueue of its own.
+ */
+export type PlainCall = ScriptSend<unknown>;
 
 /** A call's reply granted or lengthened a hold. */
 export interface Granted {
