@@ -10,6 +10,7 @@
  * A store's lock kinds extend {@link Lock} (locks/lock.ts) and implement its few abstract members;
  * everything else a lock does is done once, above the store.
  */
+import type { LockCatalog } from './catalog.js';
 import type { StoreUnavailableError } from './errors.js';
 import type { Hold } from './hold.js';
 import type { Lock } from './locks/lock.js';
@@ -74,4 +75,10 @@ export interface Store {
   retire(ms: number): Promise<void>;
   /** Closes what the store opened (never a client it was given). Never rejects. */
   close(): Promise<void>;
+  /**
+   * An operator's read of every lock in use (`padlock list`, `inspect` and `release` on a consensus
+   * store). The Redis store has none: the operator commands read Redis's keys themselves
+   * (inspection.ts), on every topology, without a Padlock.
+   */
+  catalog?(): LockCatalog;
 }

@@ -77,7 +77,7 @@ describe('on a Redis Cluster', () => {
 
     for (const flags of [[], ['--cluster']]) {
       const report = parsed<ListReport>(await runBin(['list', '--json', '--url', url, '--prefix', 'cl1', ...flags]));
-      assert.equal(report.redis.topology, 'cluster');
+      assert.equal(report.redis?.topology, 'cluster');
       assert.deepEqual(report.locks.map((l) => l.name), [...names].sort());
       for (const lock of report.locks) {
         const lease = leases[names.indexOf(lock.name)];
@@ -189,7 +189,7 @@ describe('on a Sentinel set', () => {
     padlocks.push(padlock);
     const lease = await padlock.mutex('invoice:9').acquire();
     const report = parsed<ListReport>(await runBin(['list', '--json', '--url', url, '--prefix', 'se1']));
-    assert.equal(report.redis.topology, 'sentinel');
+    assert.equal(report.redis?.topology, 'sentinel');
     assert.deepEqual(report.locks.map((l) => [l.name, l.fence]), [['invoice:9', lease.fence]]);
     const { lock } = parsed<InspectReport>(await runBin(['inspect', 'invoice:9', '--json', '--url', url, '--prefix', 'se1']));
     assert.deepEqual(lock.holders, [{ owner: lease.owner, holdCount: 1, clients: [redisInternals(padlock).clientId] }]);

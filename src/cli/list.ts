@@ -8,12 +8,14 @@ import type { CommandContext } from './command.js';
 import { redisFailure } from './connection.js';
 import { evictionLines, readServerPolicies, type ServerPolicy } from './eviction.js';
 import { ExitCode } from './errors.js';
-import { withConnectionOptions, withSession, type ConnectionFlags, type Session } from './operator.js';
+import { checkedPrefix, withConnectionOptions, withSession, type ConnectionFlags, type Session } from './operator.js';
+import { namesStore, withStoreOptions, withStoreSession, type StoreFlags } from './store-session.js';
+import { globMatches, lockStateOf } from '../catalog.js';
 import { terminalOutput } from './progress.js';
 import { colors, duration, shortToken, table, type Colors } from './render.js';
 
 /** Flags of `padlock list`. */
-export interface ListFlags extends ConnectionFlags {
+export interface ListFlags extends ConnectionFlags, StoreFlags {
   readonly all?: boolean;
 }
 
@@ -22,7 +24,10 @@ export type LockSummary = Omit<LockState, 'waiters' | 'keys'>;
 
 /** What `padlock list --json` prints. */
 export interface ListReport {
-  readonly redis: { readonly url: string; readonly topology: string };
+  /** Where the locks were read: Redis's URL and topology (absent on a consensus store, see {@link store}). */
+  readonly redis?: { readonly url: string; readonly topology: string };
+  /** A consensus store's description (`--zookeeper`, `--etcd`), instead of {@link redis}. */
+  readonly store?: string;
   readonly prefix: string;
   readonly pattern: string;
   readonly locks: readonly LockSummary[];
@@ -36,8 +41,8 @@ export const LIST_WAITERS = 100;
 /** Declares `padlock list` on `program`; its action passes its exit code to `exit`. */
 export function declareList(program: CommanderCommand, context: CommandContext, exit: (code: number) => void): void {
   withConnectionOptions(
-    program
-      .command('list')
+    withStoreOptions(program
+      .command('list'))
       .summary('every lock in use: holder, hold count, lease left, fence, waiters')
       .description(
         'Lists every lock in use (held, or with queued waiters) under the prefix whose name matches ' +
@@ -58,6 +63,7 @@ const EXIT_STATUS = `
 Exit status: 0 listed (even none), 1 Redis unreachable or lost, 2 bad command line, 130 interrupted.`;
 
 async function runList(pattern: string, flags: ListFlags, context: CommandContext): Promise<number> {
+  if (namesStore(flags)) return runListOnStore(pattern, flags, context);
   await withSession(flags, context, async (session) => {
     const locks = await readList(session, pattern, flags.all === true);
     const servers = await readServerPolicies(session.connection);
@@ -74,6 +80,22 @@ async function runList(pattern: string, flags: ListFlags, context: CommandContex
     }
     const c = colors(terminalOutput(context.stdout, context.env));
     context.stdout.write(`${[locks.length === 0 ? noLocks(session.prefix, pattern, flags.all === true) : lockTable(locks, c), ...evictionLines(servers, c)].join('\n')}\n`);
+  });
+  return ExitCode.ok;
+}
+
+/** `padlock list` on a consensus store: the same table, read through the store's catalog. */
+async function runListOnStore(pattern: string, flags: ListFlags, context: CommandContext): Promise<number> {
+  const prefix = checkedPrefix(flags.prefix);
+  await withStoreSession(flags, prefix, context, async (session) => {
+    const locks = (await session.catalog.locks()).filter((lock) => globMatches(pattern, lock.name)).map((lock) => lockStateOf(lock, LIST_WAITERS));
+    if (flags.json === true) {
+      const report: ListReport = { store: session.description, prefix, pattern, locks: locks.map(summary), servers: [] };
+      context.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+      return;
+    }
+    const c = colors(terminalOutput(context.stdout, context.env));
+    context.stdout.write(`${locks.length === 0 ? noLocks(prefix, pattern, false) : lockTable(locks, c)}\n`);
   });
   return ExitCode.ok;
 }

@@ -51,7 +51,8 @@ export async function withSession<T>(flags: ConnectionFlags, context: CommandCon
   }
 }
 
-function checkedPrefix(prefix: string): string {
+/** `--prefix`, checked as padlock checks it. */
+export function checkedPrefix(prefix: string): string {
   try {
     return checkPrefix(prefix);
   } catch {

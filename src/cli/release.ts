@@ -12,14 +12,16 @@ import type { CommandContext } from './command.js';
 import { redisFailure } from './connection.js';
 import { CliError, ExitCode, interruptedError, usageError } from './errors.js';
 import { holdLine, lockName, readLocks } from './inspect.js';
-import { withConnectionOptions, withSession, type ConnectionFlags } from './operator.js';
+import { checkedPrefix, withConnectionOptions, withSession, type ConnectionFlags } from './operator.js';
+import { namesStore, withStoreOptions, withStoreSession, type StoreFlags } from './store-session.js';
+import { lockStateOf } from '../catalog.js';
 import { terminalOutput } from './progress.js';
 import { colors } from './render.js';
 import { summary, type LockSummary } from './list.js';
 import { integerParser, kindParser } from './values.js';
 
 /** Flags of `padlock release`. */
-export interface ReleaseFlags extends ConnectionFlags {
+export interface ReleaseFlags extends ConnectionFlags, StoreFlags {
   readonly force?: boolean;
   readonly yes?: boolean;
   readonly kind?: LockKind;
@@ -41,8 +43,8 @@ export interface ReleaseReport {
 /** Declares `padlock release` on `program`; its action passes its exit code to `exit`. */
 export function declareRelease(program: CommanderCommand, context: CommandContext, exit: (code: number) => void): void {
   withConnectionOptions(
-    program
-      .command('release')
+    withStoreOptions(program
+      .command('release'))
       .summary('free a stuck lock whoever holds it (--force), and wake its waiters')
       .description(
         'Frees a lock whoever holds it, as lock.forceRelease() does: the first live waiter is handed ' +
@@ -70,6 +72,7 @@ async function runRelease(name: string, flags: ReleaseFlags, context: CommandCon
   if (flags.force !== true) throw usageError(`release frees '${name}' whoever holds it: add --force if that is what you want`);
   const interactive = context.stdin.isTTY === true && context.stderr.isTTY === true;
   if (flags.yes !== true && !interactive) throw usageError('not a terminal, so no one can confirm: add --yes to release without confirmation');
+  if (namesStore(flags)) return releaseOnStore(checked, flags, context);
   return withSession(flags, context, async (session) => {
     const found = (await readLocks(session, checked, 0)).filter((lock) => flags.kind === undefined || lock.kind === flags.kind);
     const held = found.filter((lock) => lock.held);
@@ -99,6 +102,32 @@ async function runRelease(name: string, flags: ReleaseFlags, context: CommandCon
     } finally {
       await padlock.close();
     }
+  });
+}
+
+/** `padlock release --force` on a consensus store: the lock read through the store's catalog, freed through its kind's own `forceRelease()`. */
+async function releaseOnStore(name: string, flags: ReleaseFlags, context: CommandContext): Promise<number> {
+  return withStoreSession(flags, checkedPrefix(flags.prefix), context, async (session) => {
+    const found = (await session.catalog.locks()).filter((lock) => lock.name === name && (flags.kind === undefined || lock.kind === flags.kind)).map((lock) => lockStateOf(lock, 0));
+    const held = found.filter((lock) => lock.held);
+    if (held.length > 1) throw usageError(`'${name}' is held as ${held.map((l) => l.kind).join(' and ')}: add --kind to say which to release`);
+    const before = held[0];
+    if (before === undefined) {
+      if (flags.json === true) context.stdout.write(`${JSON.stringify({ name, kind: flags.kind ?? 'mutex', released: false, before: null }, null, 2)}\n`);
+      else context.stdout.write(`'${name}' is not held: nothing to release\n`);
+      return ExitCode.ok;
+    }
+    if (flags.yes !== true && !(await confirm(question(before), context))) throw new CliError(`not confirmed: '${name}' was left as it is`);
+    const released = await forceRelease(session.padlock, before, flags.permits);
+    if (flags.json === true) {
+      const out: ReleaseReport = { name, kind: before.kind, released, before: summary(before) };
+      context.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+    } else {
+      const c = colors(terminalOutput(context.stdout, context.env));
+      const kind = before.kind === 'mutex' ? '' : ` (${before.kind})`;
+      context.stdout.write(released ? `${c.green('released')} '${name}'${kind} (was ${holdLine(before)})\n` : `'${name}' is not held: nothing to release\n`);
+    }
+    return ExitCode.ok;
   });
 }
 
