@@ -1,0 +1,264 @@
+/**
+ * One lock's recipe on etcd: take, wait (a watch, never a poll), re-enter, release, force-release
+ * and read, for every role of etcd-queue.ts, and `takeAll` for several locks in one transaction.
+ *
+ * Layout: the lock is the key prefix `<root>/<family>/<escaped name>/`; each participant one key
+ * under it (etcd-queue.ts names them), created in a transaction that fails if it exists, attached
+ * to its client's one lease (lease-clock.ts). Nothing else is written: a lock with no participant
+ * has no key, and a crashed client's keys are deleted by etcd when its lease expires.
+ *
+ * Waiting: the waiter reads the queue, and watches what can let it in from the revision after that
+ * read: etcd replays any change made since, so no release is missed, and only the waiter(s) behind
+ * a key watch it, so a release wakes one. Woken, it reads the queue again (and its lease): it reports
+ * the lock held only if that linearizable read still has its own key and etcd says its lease lives.
+ * (etcd 3.4.3's own lock could be granted after its lease expired, Jepsen 2020; Debian's 3.4.23
+ * predates the fix: this recipe never trusts a wake-up, only a fresh read.)
+ *
+ * Fence: the holder's key's create revision. Revisions are assigned by the Raft log in one total
+ * order across the cluster and keep growing across leader changes, and a participant holds only
+ * after every earlier participant that excludes it is gone, so each new holder's key was created
+ * after its predecessor's: its revision is higher.
+ *
+ * Hold count: the key's value, changed by compare-and-set on its mod revision, keeping its lease, so
+ * a re-entry by owner token from another client counts once.
+ */
+import { LockNotHeldError } from '../../errors.js';
+import type { WaitScope } from '../../wait-scope.js';
+import type { EtcdOps, Snapshot } from './etcd-client.js';
+import { participantName, queueOf, turnOf, type Participant, type Role, type Turn } from './etcd-queue.js';
+import type { LeaseClock } from './lease-clock.js';
+
+/** A hold etcd granted. */
+export interface EtcdGrant {
+  /** The holder's key, in full. */
+  readonly key: string;
+  /** The key's create revision. */
+  readonly fence: number;
+  readonly holdCount: number;
+}
+
+/** What one participant asks for. */
+export interface Request {
+  readonly role: Role;
+  readonly owner: string;
+  readonly permits: number;
+}
+
+/** A lock's state, as operators read it. */
+export interface EtcdLockState {
+  readonly holders: readonly Participant[];
+  readonly waiters: readonly Participant[];
+}
+
+/** The key prefix of lock `name` of `family` under `root`; the name is escaped into one segment. */
+export function lockPrefix(root: string, family: string, name: string): string {
+  return `${root}/${family}/${encodeURIComponent(name)}/`;
+}
+
+/** What this client last wrote to an owner's key: a release that finds it unchanged needs no read first. */
+interface Known {
+  readonly key: string;
+  readonly modRevision: number;
+  readonly count: number;
+}
+
+/** One participant of a take in progress. */
+interface Seat {
+  readonly lock: EtcdLock;
+  readonly request: Request;
+  readonly name: string;
+  readonly key: string;
+}
+
+export class EtcdLock {
+  readonly #known = new Map<string, Known>();
+
+  constructor(
+    private readonly ops: EtcdOps,
+    /** The client's lease, which every key this lock writes is attached to. */
+    private readonly lease: LeaseClock,
+    /** The lock's key prefix (ends in `/`). */
+    readonly prefix: string,
+    /** The lock's name, for errors. */
+    readonly name: string,
+    /** The semaphore's limit (1 for other kinds). */
+    readonly limit: number,
+  ) {}
+
+  /**
+   * Takes the lock for `request`, waiting within `scope` when `wait` (else one attempt: `null` when
+   * held). An aborted or timed-out wait leaves nothing behind: its key is deleted.
+   */
+  async take(request: Request, scope: WaitScope, wait: boolean): Promise<EtcdGrant | null> {
+    const grants = await EtcdLock.takeAll([{ lock: this, request }], scope, wait);
+    return grants?.[0] ?? null;
+  }
+
+  /**
+   * Takes every lock of `wanted` or none: one transaction creates all their keys (or none, if one
+   * exists), and the caller holds once it is at the front of every queue. All keys of one take share
+   * a create revision, and a participant only ever waits for ones created before it, so takes of
+   * overlapping sets cannot deadlock. Every lock must be made with the same client and lease.
+   */
+  static async takeAll(wanted: readonly { lock: EtcdLock; request: Request }[], scope: WaitScope, wait: boolean): Promise<EtcdGrant[] | null> {
+    const first = wanted[0];
+    if (first === undefined) return [];
+    const { ops, lease } = first.lock;
+    const seats: Seat[] = wanted.map(({ lock, request }) => {
+      const name = participantName(request.role, request.owner, request.permits, lease.id);
+      return { lock, request, name, key: lock.prefix + name };
+    });
+    const keys = seats.map((s) => s.key);
+    const prefixes = seats.map((s) => s.lock.prefix);
+    const leave = (): void => void ops.remove(...keys).catch(() => undefined);
+    const notHeld = (): LockNotHeldError => new LockNotHeldError(first.lock.name, first.request.owner, 'acquire');
+    if (!lease.alive) throw notHeld();
+    const joined = await scope.race(ops.join(keys, '1', lease.id, prefixes), (late) => late.created && leave());
+    if (!joined.created) throw notHeld(); // a key of this owner and lease exists: the owner token was reused
+    let views: Snapshot[] = joined.snapshots;
+    let waited = false;
+    try {
+      for (;;) {
+        const turns = seats.map((seat, i) => ({ seat, queue: queueOf(views[i]?.entries ?? []) })).map(({ seat, queue }) => ({ seat, queue, turn: turnOf(queue, seat.name, seat.lock.limit) }));
+        // Our key gone: the lease expired (or an operator force-released a waiter).
+        if (turns.some((t) => t.turn === undefined)) throw notHeld();
+        const blocked = turns.find((t) => !(t.turn as Turn).holds);
+        if (blocked === undefined) {
+          const grants: EtcdGrant[] = [];
+          for (const { seat, queue } of turns) {
+            const me = queue.find((p) => p.name === seat.name) as Participant;
+            let modRevision = me.modRevision;
+            // Tells the semaphore waiter behind us that it may hold now: its watch on our key fires.
+            if (seat.request.role === 'permit' && waited) modRevision = (await ops.replace(seat.key, '1', me.modRevision).catch(() => undefined)) ?? -1;
+            seat.lock.#known.set(seat.request.owner, { key: seat.key, modRevision, count: 1 });
+            grants.push({ key: seat.key, fence: me.createRevision, holdCount: 1 });
+          }
+          return grants;
+        }
+        scope.foundHeld();
+        if (!wait) {
+          await ops.remove(...keys).catch(() => undefined);
+          return null;
+        }
+        await waitForChange(ops, lease, blocked.seat.lock.prefix, (blocked.turn as Turn).watch, (views[0]?.revision ?? 0) + 1, scope, notHeld);
+        waited = true;
+        // Never trust the wake-up: read the queues again, and ask etcd whether our lease still lives.
+        const [fresh, remainingMs] = await scope.race(Promise.all([ops.queues(prefixes), ops.leaseRemainingMs(lease.id)]));
+        if (remainingMs <= 0 || !lease.alive) throw notHeld();
+        views = fresh;
+      }
+    } catch (error) {
+      leave();
+      throw error;
+    }
+  }
+
+  /** Adds one hold to `owner`'s key (a re-entry, from any client); `null` when `owner` has none here. */
+  async reenter(owner: string): Promise<EtcdGrant | null> {
+    for (;;) {
+      const mine = await this.#participantOf(owner);
+      if (mine === undefined) return null;
+      const key = this.prefix + mine.name;
+      const count = mine.count + 1;
+      const modRevision = await this.ops.replace(key, String(count), mine.modRevision);
+      if (modRevision === undefined) continue; // another re-entry or release came between, or it is gone
+      this.#known.set(owner, { key, modRevision, count });
+      return { key, fence: mine.createRevision, holdCount: count };
+    }
+  }
+
+  /** Releases `count` of `owner`'s holds; resolves with how many it has left. Rejects `LockNotHeldError`. */
+  async release(owner: string, count: number): Promise<number> {
+    const known = this.#known.get(owner);
+    this.#known.delete(owner);
+    if (known !== undefined) {
+      // Unchanged since this client's own write (no re-entry elsewhere): one round trip, no read.
+      const left = known.count - count;
+      if (left <= 0) {
+        const removed = await this.ops.removeIf([known.key], [known.modRevision]);
+        if (removed === true) return 0;
+        if (removed === false) throw new LockNotHeldError(this.name, owner, 'release');
+      } else {
+        const modRevision = await this.ops.replace(known.key, String(left), known.modRevision);
+        if (modRevision !== undefined) {
+          this.#known.set(owner, { key: known.key, modRevision, count: left });
+          return left;
+        }
+      }
+    }
+    for (;;) {
+      const mine = await this.#participantOf(owner);
+      if (mine === undefined) throw new LockNotHeldError(this.name, owner, 'release');
+      const key = this.prefix + mine.name;
+      const left = mine.count - count;
+      if (left <= 0) {
+        const removed = await this.ops.removeIf([key], [mine.modRevision]);
+        if (removed === true) return 0;
+        if (removed === false) throw new LockNotHeldError(this.name, owner, 'release');
+        continue;
+      }
+      if ((await this.ops.replace(key, String(left), mine.modRevision)) !== undefined) return left;
+    }
+  }
+
+  /** Releases the hold whose key is `key` outright (every count); false when it was gone. */
+  async releaseKey(key: string): Promise<boolean> {
+    return (await this.ops.remove(key)) > 0;
+  }
+
+  /** Deletes every holder's key, whoever holds (operators); true when someone held. */
+  async forceRelease(): Promise<boolean> {
+    const { holders } = await this.inspect();
+    if (holders.length === 0) return false;
+    return (await this.ops.remove(...holders.map((p) => this.prefix + p.name))) > 0;
+  }
+
+  /** Who holds and who waits now. */
+  async inspect(): Promise<EtcdLockState> {
+    const queue = queueOf((await this.ops.queue(this.prefix)).entries);
+    const holders: Participant[] = [];
+    const waiters: Participant[] = [];
+    for (const p of queue) (turnOf(queue, p.name, this.limit)?.holds === true ? holders : waiters).push(p);
+    return { holders, waiters };
+  }
+
+  /** `owner`'s key in the queue, if it has one. */
+  async #participantOf(owner: string): Promise<Participant | undefined> {
+    return queueOf((await this.ops.queue(this.prefix)).entries).find((p) => p.owner === owner);
+  }
+}
+
+/**
+ * Watches the keys `names` under `prefix` from `fromRevision` and resolves on the first change to
+ * any of them; rejects with the scope's reason when it stops first, or `notHeld()` when the lease is
+ * lost (our own key is gone with it). The watches are cancelled either way.
+ */
+async function waitForChange(
+  ops: EtcdOps,
+  lease: LeaseClock,
+  prefix: string,
+  names: readonly string[],
+  fromRevision: number,
+  scope: WaitScope,
+  notHeld: () => Error,
+): Promise<void> {
+  let woken: (() => void) | undefined;
+  const wake = new Promise<void>((resolve) => (woken = resolve));
+  const watching = names.map((name) => ops.watch(prefix + name, fromRevision, () => woken?.()));
+  try {
+    await scope.race(Promise.all(watching));
+    scope.check();
+    await new Promise<void>((resolve, reject) => {
+      const stops: (() => void)[] = [];
+      const end = (settle: () => void): void => {
+        for (const stop of stops) stop();
+        settle();
+      };
+      stops.push(scope.stop.onAbort(() => end(() => reject(scope.stop.reason))));
+      stops.push(lease.onLost(() => end(() => reject(notHeld()))));
+      void wake.then(() => end(resolve));
+    });
+  } finally {
+    for (const watch of watching) void watch.then((w) => w.cancel(), () => undefined).catch(() => undefined);
+  }
+}

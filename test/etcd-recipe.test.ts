@@ -1,0 +1,344 @@
+/**
+ * The etcd lock recipe (src/stores/etcd/) on real etcd members: one member, and a 3-member cluster on
+ * loopback. Every client here has its own lease, as separate processes would.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Etcd3 } from 'etcd3';
+import { Interrupt } from '../src/interrupt.js';
+import { monotonicNow } from '../src/clock.js';
+import { LockNotHeldError, LockTimeoutError, RedisUnavailableError } from '../src/errors.js';
+import { WaitScope } from '../src/wait-scope.js';
+import { newOwnerToken } from '../src/tokens.js';
+import { EtcdOps } from '../src/stores/etcd/etcd-client.js';
+import { EtcdLock, lockPrefix, type Request } from '../src/stores/etcd/etcd-lock.js';
+import { LeaseClock } from '../src/stores/etcd/lease-clock.js';
+import { startEtcd, type Cluster, type EtcdMember } from './harness/etcd.js';
+import { delay, eventually } from './harness/redis.js';
+import { firstMessage, forkFixture } from './harness/children.js';
+
+/** A client of its own, with its own lease: what one process (one future `Padlock`) would have. */
+interface Participant {
+  readonly ops: EtcdOps;
+  readonly lease: LeaseClock;
+  lock(family: string, name: string, limit?: number): EtcdLock;
+}
+
+const opened: { client: Etcd3; lease: LeaseClock }[] = [];
+after(async () => {
+  await Promise.all(opened.map(({ lease }) => lease.close().catch(() => undefined)));
+  for (const { client } of opened) client.close();
+});
+
+/** Records which keys the recipe watches, on the real server's watch. */
+class RecordingOps extends EtcdOps {
+  readonly watched: string[] = [];
+  override watch(key: string, fromRevision: number, onChange: () => void) {
+    this.watched.push(key);
+    return super.watch(key, fromRevision, onChange);
+  }
+}
+
+async function participant(hosts: readonly string[], leaseMs = 5_000): Promise<Participant & { ops: RecordingOps }> {
+  const client = new Etcd3({ hosts: [...hosts], dialTimeout: 2_000 });
+  const ops = new RecordingOps(client);
+  const lease = await LeaseClock.grant(ops, leaseMs);
+  opened.push({ client, lease });
+  return { ops, lease, lock: (family, name, limit = 1) => new EtcdLock(ops, lease, lockPrefix(ROOT, family, name), name, limit) };
+}
+
+const never = new Interrupt();
+function scope(name: string, waitMs: number, signal?: AbortSignal): WaitScope {
+  return new WaitScope(name, waitMs, signal, never, 10_000, 0, (lock, ms) => new RedisUnavailableError(lock, new Error(`no reply in ${ms} ms`)));
+}
+
+async function take(lock: EtcdLock, request: Request, waitMs = Infinity, signal?: AbortSignal) {
+  const s = scope(lock.name, waitMs, signal);
+  try {
+    return await lock.take(request, s, waitMs > 0);
+  } finally {
+    s.dispose();
+  }
+}
+
+/** Every key under padlock's root, as one range read sees them. */
+async function keysLeft(ops: EtcdOps): Promise<string[]> {
+  return ops.client.getAll().prefix(`${ROOT}/`).keys();
+}
+
+const mutexRequest = (): Request => ({ role: 'lock', owner: newOwnerToken(), permits: 1 });
+const ROOT = 'padlock';
+
+describe('the etcd recipe on one member', { timeout: 40_000 }, () => {
+  let cluster: Cluster;
+  let a: Participant;
+  let b: Participant;
+  before(async () => {
+    cluster = await startEtcd(1);
+    [a, b] = await Promise.all([participant(cluster.hosts), participant(cluster.hosts)]);
+  });
+
+  it('excludes across clients: 4 clients × 15 read-modify-writes of a shared counter lose none', async () => {
+    const clients = [a, b, await participant(cluster.hosts), await participant(cluster.hosts)];
+    let counter = 0;
+    let inside = 0;
+    let overlaps = 0;
+    await Promise.all(
+      clients.map(async (p) => {
+        const lock = p.lock('mutex', 'counter');
+        for (let i = 0; i < 15; i++) {
+          const request = mutexRequest();
+          assert.ok((await take(lock, request)) !== null);
+          if (++inside > 1) overlaps++;
+          const read = counter;
+          await delay(1);
+          counter = read + 1;
+          inside--;
+          assert.equal(await lock.release(request.owner, 1), 0);
+        }
+      }),
+    );
+    assert.equal(overlaps, 0);
+    assert.equal(counter, 60);
+  });
+
+  it('serves waiters in arrival order, with strictly increasing fences', async () => {
+    const holder = mutexRequest();
+    const first = await take(a.lock('mutex', 'fifo'), holder);
+    assert.ok(first !== null);
+    const order: number[] = [];
+    const fences: number[] = [first.fence];
+    const waiters = [0, 1, 2, 3].map(async (i) => {
+      await delay(40 * i); // arrive in order
+      const lock = (i % 2 === 0 ? a : b).lock('mutex', 'fifo');
+      const request = mutexRequest();
+      const grant = await take(lock, request);
+      assert.ok(grant !== null);
+      order.push(i);
+      fences.push(grant.fence);
+      await delay(5);
+      await lock.release(request.owner, 1);
+    });
+    await eventually(async () => (await a.lock('mutex', 'fifo').inspect()).waiters.length === 4);
+    await a.lock('mutex', 'fifo').release(holder.owner, 1);
+    await Promise.all(waiters);
+    assert.deepEqual(order, [0, 1, 2, 3]);
+    for (let i = 1; i < fences.length; i++) assert.ok((fences[i] ?? 0) > (fences[i - 1] ?? 0), `fence ${fences[i]} after ${fences[i - 1]}`);
+  });
+
+  it('no herd: 6 waiters watch 6 different keys (one watch each on the server), and a release wakes one', async () => {
+    const member = cluster.members[0] as EtcdMember;
+    const holder = mutexRequest();
+    assert.ok((await take(a.lock('mutex', 'herd'), holder)) !== null);
+    const waiters = await Promise.all([0, 1, 2, 3, 4, 5].map(() => participant(cluster.hosts)));
+    const watchersBefore = (await member.metric('etcd_debugging_mvcc_watcher_total')) ?? 0;
+    const served: number[] = [];
+    const requests = waiters.map(() => mutexRequest());
+    const waits = waiters.map(async (p, i) => {
+      await delay(30 * i);
+      await take(p.lock('mutex', 'herd'), requests[i] as Request);
+      served.push(i);
+    });
+    assert.ok(await eventually(async () => (await member.metric('etcd_debugging_mvcc_watcher_total')) === watchersBefore + 6), 'the server has 6 watchers');
+    const watched = waiters.flatMap((p) => p.ops.watched);
+    assert.equal(watched.length, 6, 'each waiter watches one key');
+    assert.equal(new Set(watched).size, 6, 'no two waiters watch the same key');
+    const eventsBefore = (await member.metric('etcd_debugging_mvcc_events_total')) ?? 0;
+    await a.lock('mutex', 'herd').release(holder.owner, 1);
+    assert.ok(await eventually(() => served.length === 1));
+    await delay(150);
+    assert.deepEqual(served, [0], 'one release, one waiter served');
+    assert.equal(((await member.metric('etcd_debugging_mvcc_events_total')) ?? 0) - eventsBefore, 1, 'the release was sent to one watcher');
+    for (let i = 0; i < 6; i++) {
+      await eventually(() => served.length === i + 1);
+      await (waiters[i] as Participant).lock('mutex', 'herd').release((requests[i] as Request).owner, 1);
+    }
+    await Promise.all(waits);
+    assert.deepEqual(served, [0, 1, 2, 3, 4, 5]);
+    assert.ok(await eventually(async () => (await member.metric('etcd_debugging_mvcc_watcher_total')) === watchersBefore), 'every watch was cancelled');
+  });
+
+  it('leaves no key once its locks are free, none for a wait that timed out or was aborted, none of a closed client', async () => {
+    const name = 'tidy/one.two';
+    const holder = mutexRequest();
+    assert.ok((await take(a.lock('mutex', name), holder)) !== null);
+    await assert.rejects(take(b.lock('mutex', name), mutexRequest(), 100), LockTimeoutError);
+    const controller = new AbortController();
+    const aborted = take(b.lock('mutex', name), mutexRequest(), Infinity, controller.signal);
+    await delay(50);
+    controller.abort(new Error('gave up'));
+    await assert.rejects(aborted, /gave up/);
+    assert.equal(await take(b.lock('mutex', name), mutexRequest(), 0), null);
+    assert.ok(await eventually(async () => (await a.ops.queue(lockPrefix(ROOT, 'mutex', name))).entries.length === 1), 'only the holder is left');
+    assert.equal(await a.lock('mutex', name).release(holder.owner, 1), 0);
+    assert.deepEqual((await a.ops.queue(lockPrefix(ROOT, 'mutex', name))).entries, []);
+    // A client that closes while holding and waiting: its lease is revoked, its keys go with it.
+    const leaving = await participant(cluster.hosts);
+    const held = mutexRequest();
+    assert.ok((await take(a.lock('mutex', 'held'), held)) !== null);
+    assert.ok((await take(leaving.lock('mutex', 'closed'), mutexRequest())) !== null);
+    const waiting = take(leaving.lock('mutex', 'held'), mutexRequest()).catch((error: unknown) => error);
+    await eventually(async () => (await a.lock('mutex', 'held').inspect()).waiters.length === 1);
+    await leaving.lease.close();
+    assert.equal((await a.lock('mutex', 'held').inspect()).waiters.length, 0, "the closed client's waiter went with its lease");
+    await a.lock('mutex', 'held').release(held.owner, 1);
+    assert.ok((await waiting) instanceof LockNotHeldError, 'its wait, woken, finds its own key gone');
+    assert.deepEqual(await keysLeft(a.ops), [], 'nothing is left under the root');
+  });
+
+  it('re-enters by owner from another client: counts in the key, same fence, released after the last', async () => {
+    const holder = mutexRequest();
+    const grant = await take(a.lock('mutex', 'reentry'), holder);
+    assert.ok(grant !== null);
+    const elsewhere = b.lock('mutex', 'reentry');
+    const again = await elsewhere.reenter(holder.owner);
+    assert.deepEqual(again && { fence: again.fence, holdCount: again.holdCount }, { fence: grant.fence, holdCount: 2 });
+    assert.equal(await elsewhere.reenter(mutexRequest().owner), null, 'an owner with no hold re-enters nothing');
+    assert.equal(await a.lock('mutex', 'reentry').release(holder.owner, 1), 1, "the first client's release counts the re-entry made elsewhere");
+    assert.equal(await take(elsewhere, mutexRequest(), 0), null, 'still held after one of two releases');
+    assert.equal(await elsewhere.release(holder.owner, 1), 0);
+    await assert.rejects(elsewhere.release(holder.owner, 1), { code: 'LOCK_NOT_HELD' });
+    assert.deepEqual((await a.ops.queue(lockPrefix(ROOT, 'mutex', 'reentry'))).entries, []);
+  });
+
+  it('read/write: readers share, a writer waits for them and readers behind it wait for the writer', async () => {
+    const lock = (p: Participant) => p.lock('rw', 'doc');
+    const reader = () => ({ role: 'read', owner: newOwnerToken(), permits: 1 }) as const;
+    const r1 = reader();
+    const r2 = reader();
+    assert.ok((await take(lock(a), r1)) !== null);
+    assert.ok((await take(lock(b), r2, 0)) !== null, 'a second reader holds at once');
+    const writer = mutexRequest();
+    let writerHolds = false;
+    const writing = take(lock(b), writer).then((g) => (writerHolds = g !== null));
+    await eventually(async () => (await lock(a).inspect()).waiters.length === 1);
+    assert.equal(await take(lock(a), reader(), 0), null, 'a reader behind a queued writer waits');
+    await lock(a).release(r1.owner, 1);
+    await delay(100);
+    assert.equal(writerHolds, false, 'the writer waits for every reader');
+    await lock(b).release(r2.owner, 1);
+    await writing;
+    assert.equal(writerHolds, true);
+    await lock(b).release(writer.owner, 1);
+    assert.deepEqual((await a.ops.queue(lockPrefix(ROOT, 'rw', 'doc'))).entries, []);
+  });
+
+  it('semaphore: permits fit in the limit in FIFO order, a released permit lets the next waiters in', async () => {
+    const lock = (p: Participant) => p.lock('semaphore', 'pool', 3);
+    const req = (permits: number) => ({ role: 'permit', owner: newOwnerToken(), permits }) as const;
+    const big = req(2);
+    const one = req(1);
+    assert.ok((await take(lock(a), big)) !== null);
+    assert.ok((await take(lock(a), one)) !== null);
+    const two = req(2);
+    const three = req(1);
+    const held: string[] = [];
+    const waiting = [take(lock(b), two).then(() => held.push('two')), delay(50).then(() => take(lock(b), three)).then(() => held.push('three'))];
+    await eventually(async () => (await lock(a).inspect()).waiters.length === 2);
+    await delay(50);
+    assert.deepEqual(held, [], 'the pool is full: both wait, the 1-permit request behind the 2-permit one');
+    await lock(a).release(big.owner, 1);
+    await waiting[0];
+    await delay(100);
+    assert.deepEqual(held, ['two'], 'the 2-permit request fits once 2 permits came back; the next (1 + 2 + 1 > 3) still waits');
+    await lock(a).release(one.owner, 1);
+    await waiting[1];
+    assert.deepEqual(held, ['two', 'three']);
+    assert.deepEqual((await lock(a).inspect()).holders.map((p) => p.permits), [2, 1]);
+    await lock(b).release(two.owner, 1);
+    await lock(b).release(three.owner, 1);
+    assert.deepEqual((await a.ops.queue(lockPrefix(ROOT, 'semaphore', 'pool'))).entries, []);
+  });
+
+  it('multi: several names in one transaction, all or none, waiting for the one that is held', async () => {
+    const names = ['m-one', 'm-two', 'm-three'];
+    const blocker = mutexRequest();
+    assert.ok((await take(b.lock('mutex', 'm-two'), blocker)) !== null);
+    const wanted = names.map((name) => ({ lock: a.lock('mutex', name), request: mutexRequest() }));
+    const once = scope('multi', 0);
+    assert.equal(await EtcdLock.takeAll(wanted, once, false), null, 'one name held: none taken');
+    once.dispose();
+    assert.deepEqual(await keysLeft(a.ops), [`${lockPrefix(ROOT, 'mutex', 'm-two')}${(await b.lock('mutex', 'm-two').inspect()).holders[0]?.name}`], 'and none left queued');
+    const waiting = scope('multi', Infinity);
+    const taking = EtcdLock.takeAll(wanted, waiting, true);
+    await eventually(async () => (await b.lock('mutex', 'm-two').inspect()).waiters.length === 1);
+    assert.equal(await take(b.lock('mutex', 'm-one'), mutexRequest(), 0), null, 'the names not held are queued for at once');
+    await b.lock('mutex', 'm-two').release(blocker.owner, 1);
+    const grants = await taking;
+    waiting.dispose();
+    assert.ok(grants !== null && grants.length === 3);
+    assert.equal(new Set(grants.map((g) => g.fence)).size, 1, 'one transaction: one create revision for every name');
+    for (const [i, { lock, request }] of wanted.entries()) assert.equal(await lock.release(request.owner, 1), 0, names[i]);
+    assert.deepEqual(await keysLeft(a.ops), []);
+  });
+});
+
+describe('the etcd recipe on a 3-member cluster', { timeout: 60_000 }, () => {
+  let cluster: Cluster;
+  before(async () => {
+    cluster = await startEtcd(3);
+  });
+
+  it('a holder keeps its lock when the leader is killed, and fences keep growing across the new term', async () => {
+    const a = await participant(cluster.hosts, 3_000);
+    const first = mutexRequest();
+    const grant = await take(a.lock('mutex', 'leader'), first);
+    assert.ok(grant !== null);
+    const leader = await cluster.leader();
+    const killedAt = monotonicNow();
+    await leader.kill();
+    const newLeader = await cluster.leader();
+    assert.notEqual(newLeader, leader);
+    const b = await participant(cluster.members.filter((m) => m !== leader).map((m) => m.address), 3_000);
+    assert.equal(await take(b.lock('mutex', 'leader'), mutexRequest(), 0), null, 'still held after the leader died');
+    // The holder's lease is renewed by the new leader: a renewal sent after the kill was answered.
+    assert.ok(await eventually(() => a.lease.aliveUntil > killedAt + a.lease.ttlMs / 2, 10_000), `renewed after the kill (lost: ${a.lease.lost})`);
+    assert.equal(a.lease.lost, undefined);
+    assert.equal(await take(b.lock('mutex', 'leader'), mutexRequest(), 0), null, 'still held once renewed by the new leader');
+    await a.lock('mutex', 'leader').release(first.owner, 1);
+    const next = mutexRequest();
+    const later = await take(b.lock('mutex', 'leader'), next);
+    assert.ok(later !== null && later.fence > grant.fence, `fence ${later?.fence} after ${grant.fence}`);
+    await b.lock('mutex', 'leader').release(next.owner, 1);
+    await leader.start();
+  });
+
+  it('a holder process killed frees its lock once its lease TTL passes: the waiter is served then, not before', async () => {
+    const b = await participant(cluster.hosts);
+    const prefix = lockPrefix(ROOT, 'mutex', 'crash');
+    const holder = forkFixture('etcd-holder', [cluster.hosts.join(','), prefix, '2000']);
+    const held = await firstMessage<{ fence: number; ttlMs: number; beatMs: number }>(holder);
+    const waiting = take(b.lock('mutex', 'crash'), mutexRequest());
+    await eventually(async () => (await b.lock('mutex', 'crash').inspect()).waiters.length === 1);
+    const killedAt = Date.now();
+    holder.kill('SIGKILL');
+    const grant = await waiting;
+    const servedAfter = Date.now() - killedAt;
+    assert.ok(grant !== null && grant.fence > held.fence);
+    // etcd expires the lease a TTL after its last renewal, which came at most one beat before the kill.
+    assert.ok(servedAfter >= held.ttlMs - held.beatMs - 100 && servedAfter < held.ttlMs + 8_000, `served ${servedAfter} ms after the kill (TTL ${held.ttlMs} ms, beat ${held.beatMs} ms)`);
+  });
+
+  it('a holder whose member froze learns it lost its lease before a waiter elsewhere is served', async () => {
+    const leader = await cluster.leader();
+    const follower = cluster.members.find((m) => m !== leader && m.running) as EtcdMember;
+    const a = await participant([follower.address], 2_000);
+    const b = await participant(cluster.members.filter((m) => m !== follower).map((m) => m.address));
+    assert.ok((await take(a.lock('mutex', 'frozen'), mutexRequest())) !== null);
+    await delay(2_500);
+    assert.equal(a.lease.lost, undefined, 'a live lease is not reported lost: its beats keep its deadline ahead');
+    let lostAt: number | undefined;
+    a.lease.onLost(() => (lostAt = Date.now()));
+    const waiting = take(b.lock('mutex', 'frozen'), mutexRequest());
+    await eventually(async () => (await b.lock('mutex', 'frozen').inspect()).waiters.length === 1);
+    follower.pause();
+    try {
+      assert.ok((await waiting.catch((error: unknown) => assert.fail(`${String(error)}; waiter's lease ${b.lease.lost}, holder's ${a.lease.lost}`))) !== null);
+      const servedAt = Date.now();
+      assert.equal(a.lease.lost, 'silent');
+      assert.ok(lostAt !== undefined && lostAt <= servedAt, `the holder knew (${lostAt}) before the waiter was served (${servedAt})`);
+    } finally {
+      follower.resume();
+    }
+  });
+});
