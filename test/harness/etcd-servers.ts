@@ -57,11 +57,19 @@ export interface Cluster {
   stop(): Promise<void>;
 }
 
-// Whatever happens to the test process, no etcd outlives it.
+// Whatever happens to the test process, no etcd outlives it: an exit, or the test runner's SIGTERM
+// for a file that timed out (after which no `after` hook runs).
 const live = new Set<ChildProcess>();
-process.once('exit', () => {
+const killAll = (): void => {
   for (const child of live) child.kill('SIGKILL');
-});
+};
+process.once('exit', killAll);
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, () => {
+    killAll();
+    process.exit(128 + (signal === 'SIGTERM' ? 15 : 2));
+  });
+}
 
 /** An HTTP call to a member's client port, bounded by `ms`; `undefined` on no answer. */
 async function http(port: number, path: string, body?: string, ms = 1_000): Promise<string | undefined> {
