@@ -12,7 +12,7 @@ import { WaitScope } from '../src/wait-scope.js';
 import { newOwnerToken } from '../src/tokens.js';
 import { EtcdOps } from '../src/stores/etcd/etcd-client.js';
 import { EtcdLock, lockPrefix, type Request } from '../src/stores/etcd/etcd-lock.js';
-import { LeaseClock } from '../src/stores/etcd/lease-clock.js';
+import { LeaseClock, lostReason } from '../src/stores/etcd/lease-clock.js';
 import { startEtcd, type Cluster, type EtcdMember } from './harness/etcd.js';
 import { delay, eventually } from './harness/redis.js';
 import { firstMessage, forkFixture } from './harness/children.js';
@@ -254,6 +254,21 @@ describe('the etcd recipe on one member', { timeout: 40_000 }, () => {
     await lock(b).release(two.owner, 1);
     await lock(b).release(three.owner, 1);
     assert.deepEqual((await a.ops.queue(lockPrefix(ROOT, 'semaphore', 'pool'))).entries, []);
+  });
+
+  it('a lease revoked elsewhere tells its holder (reason: taken) and frees its locks', async () => {
+    const holder = await participant(cluster.hosts, 3_000);
+    const request = mutexRequest();
+    assert.ok((await take(holder.lock('mutex', 'revoked'), request)) !== null);
+    let told: string | undefined;
+    holder.lease.onLost((loss) => (told = lostReason(loss)));
+    await a.ops.revokeLease(holder.lease.id);
+    assert.ok(await eventually(() => holder.lease.lost !== undefined, 5_000), 'the next renewal finds the lease gone');
+    assert.equal(holder.lease.lost, 'revoked');
+    assert.equal(told, 'taken');
+    const next = mutexRequest();
+    assert.ok((await take(a.lock('mutex', 'revoked'), next, 0)) !== null, 'the lock is free');
+    await a.lock('mutex', 'revoked').release(next.owner, 1);
   });
 
   it('multi: several names in one transaction, all or none, waiting for the one that is held', async () => {
