@@ -70,6 +70,7 @@ interface Seat {
   readonly key: string;
 }
 
+/** One lock (one name of one kind) as one client sees it: its queue under `prefix`, its holds under `lease`. */
 export class EtcdLock {
   readonly #known = new Map<string, Known>();
 

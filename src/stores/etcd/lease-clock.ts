@@ -26,6 +26,7 @@ export function lostReason(loss: LeaseLoss): LockLostReason {
   return loss === 'revoked' ? 'taken' : 'expired';
 }
 
+/** One client's lease, renewed, with the deadline its holds live by (see the file's comment). */
 export class LeaseClock {
   #aliveUntil: number;
   #ttlMs: number;
