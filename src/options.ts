@@ -5,7 +5,9 @@
 import { PadlockOptionError } from './errors.js';
 import type { ResolvedMetricsOptions } from './observability/metrics.js';
 import type { MeterProviderLike } from './observability/otel-types.js';
+import type { Etcd3 } from 'etcd3';
 import { connectionFor, type RedisClient } from './redis/clients.js';
+import { checkEtcdClient } from './stores/etcd/etcd-client-check.js';
 import type { CommandConnection } from './redis/connection.js';
 import { resolveRecordTimings, type RecordTimingsOptions, type ResolvedRecordTimings } from './timings-recorder.js';
 
@@ -42,6 +44,15 @@ export interface PadlockOptions {
    * @example new Padlock({ redis: await createClient({ url }).connect() })
    */
   redis?: RedisClient | readonly RedisClient[] | undefined;
+  /**
+   * An etcd client (`new Etcd3({ hosts })` of the `etcd3` package), instead of `redis`: locks live in
+   * etcd (3.4 or later), each holder and waiter a key attached to this Padlock's one etcd lease
+   * (docs/etcd.md). `leaseMs` is that lease's TTL, rounded up to whole seconds (etcd may raise it to
+   * its minimum, 1.5 election time-outs). padlock never closes the client; `padlock.close()`
+   * revokes its lease. Not with the Redis-only options.
+   * @example new Padlock({ etcd: new Etcd3({ hosts: ['10.0.0.1:2379', '10.0.0.2:2379', '10.0.0.3:2379'] }) })
+   */
+  etcd?: Etcd3 | undefined;
   /**
    * Prefix of every key and channel: 1–64 characters of `A–Z a–z 0–9 _ . : -`.
    * @default 'padlock'
@@ -261,10 +272,10 @@ export function checkLeaseMs(option: string, value: unknown): number {
 }
 
 /** The options that name a store: exactly one is given. */
-const STORE_OPTIONS = ['redis'] as const;
+const STORE_OPTIONS = ['redis', 'etcd'] as const;
 
 /** The store a Padlock was given, its client(s) checked. */
-export type StoreOption = { readonly kind: 'redis'; readonly redis: CommandConnection | readonly CommandConnection[] };
+export type StoreOption = { readonly kind: 'redis'; readonly redis: CommandConnection | readonly CommandConnection[] } | { readonly kind: 'etcd'; readonly client: Etcd3 };
 
 /** Options that only the Redis store reads: refused (named) beside another store. */
 const REDIS_ONLY_OPTIONS = ['replicas', 'livenessMs', 'reapDeadHolders', 'recordTimings'] as const;
@@ -302,6 +313,7 @@ export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions 
   if (given.length !== 1) {
     throw new PadlockOptionError(given.length === 0 ? 'redis' : given.join(' and '), `one store: exactly one of ${STORE_OPTIONS.join(', ')}`, given.length === 0 ? undefined : '(several given)');
   }
+  if (options.etcd !== undefined) return resolveOtherStore(options, { kind: 'etcd', client: checkEtcdClient(options.etcd) }, 'etcd');
   const { redis, prefix = 'padlock', leaseMs = 30_000, replyTimeoutMs = 5_000, replicas, releaseOnExit = false, drainMs = DEFAULT_DRAIN_MS, livenessMs = 10_000, reapDeadHolders = false } = options;
   const masters = Array.isArray(redis) ? checkMasters(redis as unknown[]) : undefined;
   const single = masters === undefined ? connectionFor('redis', redis) : undefined;

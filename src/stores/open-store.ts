@@ -1,6 +1,7 @@
 /** Opens the store a Padlock's options name (exactly one, checked by options.ts). */
 import type { ResolvedPadlockOptions, StoreOption } from '../options.js';
 import type { Store, StoreHost } from '../store.js';
+import { EtcdStore } from './etcd/etcd-store.js';
 import { RedisStore } from './redis-store.js';
 
 /** The store for `options` (resolved), reporting to `host`. */
@@ -8,5 +9,7 @@ export function openStore(options: ResolvedPadlockOptions & { readonly store: St
   switch (options.store.kind) {
     case 'redis':
       return new RedisStore({ ...options, redis: options.store.redis }, host);
+    case 'etcd':
+      return new EtcdStore({ ...options, client: options.store.client }, host);
   }
 }

@@ -27,6 +27,17 @@ export interface Snapshot {
   readonly revision: number;
   /** The queue's keys, by create revision (oldest first). */
   readonly entries: readonly Entry[];
+  /** The values of the extra keys read with it (a semaphore's stored limit), `undefined` where absent. */
+  readonly extras?: readonly (string | undefined)[];
+}
+
+function rangeOf(prefix: string): { request_range: { key: Buffer; range_end: Buffer; sort_target: 'Create'; sort_order: 'Ascend' } } {
+  return { request_range: { key: utf8(prefix), range_end: prefixEnd(prefix), sort_target: 'Create', sort_order: 'Ascend' } };
+}
+
+/** The value of the one key a range response read, if it exists. */
+function valueOf(response: { response_range?: { kvs: IKeyValue[] } } | undefined): string | undefined {
+  return response?.response_range?.kvs[0]?.value.toString('utf8');
 }
 
 /** A lease as etcd granted it. */
@@ -100,19 +111,17 @@ export class EtcdOps {
    * none), and reads every `prefixes[i]`'s queue in the same transaction, after the writes: one round
    * trip says where the new keys stand. `created` is false (and the reads empty) when a key existed.
    */
-  async join(keys: readonly string[], value: string, lease: string, prefixes: readonly string[]): Promise<{ created: boolean; snapshots: Snapshot[] }> {
+  async join(keys: readonly string[], value: string, lease: string, prefixes: readonly string[], extras: readonly string[] = []): Promise<{ created: boolean; snapshots: Snapshot[] }> {
     const reply = await this.client.kv.txn({
       compare: keys.map((key) => ({ key: utf8(key), target: 'Create', result: 'Equal', create_revision: 0 })),
-      success: [
-        ...keys.map((key) => ({ request_put: { key: utf8(key), value: utf8(value), lease } })),
-        ...prefixes.map((prefix) => ({ request_range: { key: utf8(prefix), range_end: prefixEnd(prefix), sort_target: 'Create' as const, sort_order: 'Ascend' as const } })),
-      ],
+      success: [...keys.map((key) => ({ request_put: { key: utf8(key), value: utf8(value), lease } })), ...prefixes.map(rangeOf), ...extras.map((key) => ({ request_range: { key: utf8(key) } }))],
       failure: [],
     });
     if (!reply.succeeded) return { created: false, snapshots: [] };
     const revision = Number(reply.header.revision);
     const ranges = reply.responses.slice(keys.length);
-    return { created: true, snapshots: prefixes.map((prefix, i) => ({ revision, entries: (ranges[i]?.response_range.kvs ?? []).map((kv) => entryOf(kv, prefix)) })) };
+    const extraValues = ranges.slice(prefixes.length).map(valueOf);
+    return { created: true, snapshots: prefixes.map((prefix, i) => ({ revision, entries: (ranges[i]?.response_range.kvs ?? []).map((kv) => entryOf(kv, prefix)), extras: extraValues })) };
   }
 
   /** A linearizable read of the queue under `prefix`. */
@@ -122,15 +131,39 @@ export class EtcdOps {
   }
 
   /** Linearizable reads of the queues under each of `prefixes`, all at one revision (one transaction). */
-  async queues(prefixes: readonly string[]): Promise<Snapshot[]> {
-    if (prefixes.length === 1) return [await this.queue(prefixes[0] ?? '')];
-    const reply = await this.client.kv.txn({
-      compare: [],
-      success: prefixes.map((prefix) => ({ request_range: { key: utf8(prefix), range_end: prefixEnd(prefix), sort_target: 'Create' as const, sort_order: 'Ascend' as const } })),
-      failure: [],
-    });
+  async queues(prefixes: readonly string[], extras: readonly string[] = []): Promise<Snapshot[]> {
+    if (prefixes.length === 1 && extras.length === 0) return [await this.queue(prefixes[0] ?? '')];
+    const reply = await this.client.kv.txn({ compare: [], success: [...prefixes.map(rangeOf), ...extras.map((key) => ({ request_range: { key: utf8(key) } }))], failure: [] });
     const revision = Number(reply.header.revision);
-    return prefixes.map((prefix, i) => ({ revision, entries: (reply.responses[i]?.response_range.kvs ?? []).map((kv) => entryOf(kv, prefix)) }));
+    const extraValues = reply.responses.slice(prefixes.length).map(valueOf);
+    return prefixes.map((prefix, i) => ({ revision, entries: (reply.responses[i]?.response_range.kvs ?? []).map((kv) => entryOf(kv, prefix)), extras: extraValues }));
+  }
+
+  /** The value of `key`, if it exists (linearizable). */
+  async get(key: string): Promise<string | undefined> {
+    const reply = await this.client.kv.range({ key: utf8(key) });
+    return reply.kvs[0]?.value.toString('utf8');
+  }
+
+  /**
+   * Which of `keys` exist, and the lease each is attached to, in one linearizable read (a
+   * transaction of ranges): `undefined` where a key is gone.
+   */
+  async leasesOf(keys: readonly string[]): Promise<(string | undefined)[]> {
+    const reply = await this.client.kv.txn({ compare: [], success: keys.map((key) => ({ request_range: { key: utf8(key) } })), failure: [] });
+    return keys.map((_, i) => reply.responses[i]?.response_range.kvs[0]?.lease);
+  }
+
+  /**
+   * Puts `value` at `key` attached to a new lease of `ttlSeconds` and revokes the lease the key had
+   * before (so a value replaced leaves no lease behind).
+   */
+  async putWithOwnLease(key: string, value: string, ttlSeconds: number): Promise<void> {
+    const before = await this.client.kv.range({ key: utf8(key) });
+    const { id } = await this.grantLease(ttlSeconds);
+    await this.client.kv.put({ key: utf8(key), value: utf8(value), lease: id });
+    const old = before.kvs[0]?.lease;
+    if (old !== undefined && old !== '0' && old !== id) await this.revokeLease(old);
   }
 
   /**

@@ -22,7 +22,7 @@
  * Hold count: the key's value, changed by compare-and-set on its mod revision, keeping its lease, so
  * a re-entry by owner token from another client counts once.
  */
-import { LockNotHeldError } from '../../errors.js';
+import { LockNotHeldError, PermitLimitError } from '../../errors.js';
 import type { WaitScope } from '../../wait-scope.js';
 import type { EtcdOps, Snapshot } from './etcd-client.js';
 import { participantName, queueOf, turnOf, type Participant, type Role, type Turn } from './etcd-queue.js';
@@ -42,17 +42,27 @@ export interface Request {
   readonly role: Role;
   readonly owner: string;
   readonly permits: number;
+  /** A read taken inside a write hold: the writer's owner, whose key it passes (etcd-queue.ts). */
+  readonly passes?: string;
 }
 
 /** A lock's state, as operators read it. */
 export interface EtcdLockState {
   readonly holders: readonly Participant[];
   readonly waiters: readonly Participant[];
+  /** The limit in force (a semaphore's stored one, else the lock's own). */
+  readonly limit: number;
 }
 
 /** The key prefix of lock `name` of `family` under `root`; the name is escaped into one segment. */
 export function lockPrefix(root: string, family: string, name: string): string {
   return `${root}/${family}/${encodeURIComponent(name)}/`;
+}
+
+/** The lease (decimal id, as etcd3 gives it) a participant's key is attached to: its name says. */
+export function leaseIdOfKey(key: string): string | undefined {
+  const hex = /\.([0-9a-f]+)$/.exec(key)?.[1];
+  return hex === undefined ? undefined : BigInt(`0x${hex}`).toString();
 }
 
 /** What this client last wrote to an owner's key: a release that finds it unchanged needs no read first. */
@@ -70,21 +80,65 @@ interface Seat {
   readonly key: string;
 }
 
+/** The client's lease: one given, or where to get the live one (a Padlock replaces a lost lease). */
+export type LeaseSource = LeaseClock | (() => Promise<LeaseClock>);
+
+/** What a lock of one kind adds to the recipe's defaults. */
+export interface EtcdLockOptions {
+  /** The role whose key `reenter` and `release` look for (a read/write lock's two sides share a prefix). */
+  readonly role?: Role;
+  /**
+   * A key holding a stored limit that replaces `limit` while it exists (a semaphore's `setPermits`):
+   * read with the queue in the same transaction, and watched by the first waiter (a raise lets it in).
+   */
+  readonly limitKey?: string;
+}
+
 /** One lock (one name of one kind) as one client sees it: its queue under `prefix`, its holds under `lease`. */
 export class EtcdLock {
   readonly #known = new Map<string, Known>();
+  /** Each owner's key, kept until its last hold is released (what renewals read). */
+  readonly #keys = new Map<string, string>();
+  readonly role: Role | undefined;
+  readonly limitKey: string | undefined;
 
   constructor(
     private readonly ops: EtcdOps,
     /** The client's lease, which every key this lock writes is attached to. */
-    private readonly lease: LeaseClock,
+    private readonly lease: LeaseSource,
     /** The lock's key prefix (ends in `/`). */
     readonly prefix: string,
     /** The lock's name, for errors. */
     readonly name: string,
-    /** The semaphore's limit (1 for other kinds). */
+    /** The semaphore's limit (1 for other kinds), unless a stored one replaces it (`limitKey`). */
     readonly limit: number,
-  ) {}
+    options: EtcdLockOptions = {},
+  ) {
+    this.role = options.role;
+    this.limitKey = options.limitKey;
+  }
+
+  /** The limit in force given the stored value read (`undefined`: none stored). */
+  limitFrom(stored: string | undefined): number {
+    const parsed = stored === undefined ? NaN : Number(stored);
+    return Number.isInteger(parsed) && parsed >= 1 ? parsed : this.limit;
+  }
+
+  /** The lease this lock's keys live by now. */
+  currentLease(): Promise<LeaseClock> {
+    return typeof this.lease === 'function' ? this.lease() : Promise.resolve(this.lease);
+  }
+
+  /** The key `owner` holds this lock by (taken or re-entered through this instance), if any. */
+  keyOf(owner: string): string | undefined {
+    return this.#keys.get(owner);
+  }
+
+  /** The lease (decimal id) the key of `owner` is attached to, if this instance knows the key. */
+  leaseOf(owner: string): string | undefined {
+    const key = this.#keys.get(owner);
+    return key === undefined ? undefined : leaseIdOfKey(key);
+  }
 
   /**
    * Takes the lock for `request`, waiting within `scope` when `wait` (else one attempt: `null` when
@@ -104,9 +158,10 @@ export class EtcdLock {
   static async takeAll(wanted: readonly { lock: EtcdLock; request: Request }[], scope: WaitScope, wait: boolean): Promise<EtcdGrant[] | null> {
     const first = wanted[0];
     if (first === undefined) return [];
-    const { ops, lease } = first.lock;
+    const { ops } = first.lock;
+    const lease = await scope.race(first.lock.currentLease());
     const seats: Seat[] = wanted.map(({ lock, request }) => {
-      const name = participantName(request.role, request.owner, request.permits, lease.id);
+      const name = participantName(request.role, request.owner, request.permits, lease.id, request.passes);
       return { lock, request, name, key: lock.prefix + name };
     });
     const keys = seats.map((s) => s.key);
@@ -114,13 +169,25 @@ export class EtcdLock {
     const leave = (): void => void ops.remove(...keys).catch(() => undefined);
     const notHeld = (): LockNotHeldError => new LockNotHeldError(first.lock.name, first.request.owner, 'acquire');
     if (!lease.alive) throw notHeld();
-    const joined = await scope.race(ops.join(keys, '1', lease.id, prefixes), (late) => late.created && leave());
+    // A semaphore's stored limit is read with its queue (extras[i] belongs to seats[i]).
+    const limitKeys = seats.map((s) => s.lock.limitKey).filter((k): k is string => k !== undefined);
+    const limitOf = (seat: Seat, view: Snapshot | undefined): number => {
+      const at = seat.lock.limitKey === undefined ? -1 : limitKeys.indexOf(seat.lock.limitKey);
+      return seat.lock.limitFrom(at < 0 ? undefined : view?.extras?.[at]);
+    };
+    const joined = await scope.race(ops.join(keys, '1', lease.id, prefixes, limitKeys), (late) => late.created && leave());
     if (!joined.created) throw notHeld(); // a key of this owner and lease exists: the owner token was reused
     let views: Snapshot[] = joined.snapshots;
     let waited = false;
     try {
       for (;;) {
-        const turns = seats.map((seat, i) => ({ seat, queue: queueOf(views[i]?.entries ?? []) })).map(({ seat, queue }) => ({ seat, queue, turn: turnOf(queue, seat.name, seat.lock.limit) }));
+        const turns = seats.map((seat, i) => {
+          const queue = queueOf(views[i]?.entries ?? []);
+          const limit = limitOf(seat, views[i]);
+          // A request no limit can ever grant fails rather than waits forever (a lowered limit).
+          if (seat.request.role === 'permit' && seat.request.permits > limit) throw new PermitLimitError(seat.lock.name, seat.request.permits, limit);
+          return { seat, queue, turn: turnOf(queue, seat.name, limit) };
+        });
         // Our key gone: the lease expired (or an operator force-released a waiter).
         if (turns.some((t) => t.turn === undefined)) throw notHeld();
         const blocked = turns.find((t) => !(t.turn as Turn).holds);
@@ -132,6 +199,7 @@ export class EtcdLock {
             // Tells the semaphore waiter behind us that it may hold now: its watch on our key fires.
             if (seat.request.role === 'permit' && waited) modRevision = (await ops.replace(seat.key, '1', me.modRevision).catch(() => undefined)) ?? -1;
             seat.lock.#known.set(seat.request.owner, { key: seat.key, modRevision, count: 1 });
+            seat.lock.#keys.set(seat.request.owner, seat.key);
             grants.push({ key: seat.key, fence: me.createRevision, holdCount: 1 });
           }
           return grants;
@@ -141,10 +209,14 @@ export class EtcdLock {
           await ops.remove(...keys).catch(() => undefined);
           return null;
         }
-        await waitForChange(ops, lease, blocked.seat.lock.prefix, (blocked.turn as Turn).watch, (views[0]?.revision ?? 0) + 1, scope, notHeld);
+        const watched = (blocked.turn as Turn).watch.map((name) => blocked.seat.lock.prefix + name);
+        // The first waiter of a semaphore (it watches every holder) also watches the stored limit: a raise may let it in.
+        const { limitKey } = blocked.seat.lock;
+        if (limitKey !== undefined && blocked.seat.request.role === 'permit' && watched.length > 1) watched.push(limitKey);
+        await waitForChange(ops, lease, watched, (views[0]?.revision ?? 0) + 1, scope, notHeld);
         waited = true;
         // Never trust the wake-up: read the queues again, and ask etcd whether our lease still lives.
-        const [fresh, remainingMs] = await scope.race(Promise.all([ops.queues(prefixes), ops.leaseRemainingMs(lease.id)]));
+        const [fresh, remainingMs] = await scope.race(Promise.all([ops.queues(prefixes, limitKeys), ops.leaseRemainingMs(lease.id)]));
         if (remainingMs <= 0 || !lease.alive) throw notHeld();
         views = fresh;
       }
@@ -164,12 +236,24 @@ export class EtcdLock {
       const modRevision = await this.ops.replace(key, String(count), mine.modRevision);
       if (modRevision === undefined) continue; // another re-entry or release came between, or it is gone
       this.#known.set(owner, { key, modRevision, count });
+      this.#keys.set(owner, key);
       return { key, fence: mine.createRevision, holdCount: count };
     }
   }
 
   /** Releases `count` of `owner`'s holds; resolves with how many it has left. Rejects `LockNotHeldError`. */
   async release(owner: string, count: number): Promise<number> {
+    try {
+      const left = await this.#release(owner, count);
+      if (left === 0) this.#keys.delete(owner);
+      return left;
+    } catch (error) {
+      if (error instanceof LockNotHeldError) this.#keys.delete(owner);
+      throw error;
+    }
+  }
+
+  async #release(owner: string, count: number): Promise<number> {
     const known = this.#known.get(owner);
     this.#known.delete(owner);
     if (known !== undefined) {
@@ -216,36 +300,36 @@ export class EtcdLock {
 
   /** Who holds and who waits now. */
   async inspect(): Promise<EtcdLockState> {
-    const queue = queueOf((await this.ops.queue(this.prefix)).entries);
+    const [view] = await this.ops.queues([this.prefix], this.limitKey === undefined ? [] : [this.limitKey]);
+    const queue = queueOf(view?.entries ?? []);
+    const limit = this.limitFrom(view?.extras?.[0]);
     const holders: Participant[] = [];
     const waiters: Participant[] = [];
-    for (const p of queue) (turnOf(queue, p.name, this.limit)?.holds === true ? holders : waiters).push(p);
-    return { holders, waiters };
+    for (const p of queue) (turnOf(queue, p.name, limit)?.holds === true ? holders : waiters).push(p);
+    return { holders, waiters, limit };
   }
 
   /** `owner`'s key in the queue, if it has one. */
   async #participantOf(owner: string): Promise<Participant | undefined> {
-    return queueOf((await this.ops.queue(this.prefix)).entries).find((p) => p.owner === owner);
+    return queueOf((await this.ops.queue(this.prefix)).entries).find((p) => p.owner === owner && (this.role === undefined || p.role === this.role));
   }
 }
 
 /**
- * Watches the keys `names` under `prefix` from `fromRevision` and resolves on the first change to
- * any of them; rejects with the scope's reason when it stops first, or `notHeld()` when the lease is
+ * Watches `keys` (in full) from `fromRevision` and resolves on the first change to any of them; rejects with the scope's reason when it stops first, or `notHeld()` when the lease is
  * lost (our own key is gone with it). The watches are cancelled either way.
  */
 async function waitForChange(
   ops: EtcdOps,
   lease: LeaseClock,
-  prefix: string,
-  names: readonly string[],
+  keys: readonly string[],
   fromRevision: number,
   scope: WaitScope,
   notHeld: () => Error,
 ): Promise<void> {
   let woken: (() => void) | undefined;
   const wake = new Promise<void>((resolve) => (woken = resolve));
-  const watching = names.map((name) => ops.watch(prefix + name, fromRevision, () => woken?.()));
+  const watching = keys.map((key) => ops.watch(key, fromRevision, () => woken?.()));
   try {
     await scope.race(Promise.all(watching));
     scope.check();

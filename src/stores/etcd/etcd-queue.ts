@@ -10,13 +10,14 @@
  *
  * Who holds:
  * - `lock` (mutex, fair mutex, writer): the first key.
- * - `read`: no `lock` key before it.
+ * - `read`: no `lock` key before it but its own owner's or the one it passes (a downgrade: the
+ *   writer's own read holds at once; see `passes`).
  * - `permit`: the permits of every key up to and including it fit in the semaphore's limit (FIFO:
  *   a large request is not overtaken by small ones).
  *
  * What a waiter watches (one watch each, so a release wakes one waiter, never a herd):
  * - `lock`: its predecessor.
- * - `read`: the nearest `lock` key before it.
+ * - `read`: the nearest `lock` key before it that it may not pass.
  * - `permit`: the first waiter watches every holder (any release may let it in); each later waiter
  *   watches its predecessor, which writes its key when it becomes a holder (a cascade, not a herd).
  */
@@ -38,6 +39,8 @@ export interface Participant {
   readonly modRevision: number;
   /** Its hold count (its value). */
   readonly count: number;
+  /** A read taken inside a write hold (a downgrade under a new owner): the writer's owner, whose `lock` key it passes. */
+  readonly passes: string | undefined;
 }
 
 /** Where a participant stands. */
@@ -48,11 +51,11 @@ export interface Turn {
   readonly watch: readonly string[];
 }
 
-const NAME = /^(lock|read|permit)\.([A-Za-z0-9_-]{16,128})\.(\d+)\.([0-9a-f]+)$/;
+const NAME = /^(lock|read|permit)\.([A-Za-z0-9_-]{16,128})(?:~([A-Za-z0-9_-]{16,128}))?\.(\d+)\.([0-9a-f]+)$/;
 
-/** The last segment of a participant's key. */
-export function participantName(role: Role, owner: string, permits: number, leaseId: string): string {
-  return `${role}.${owner}.${permits}.${BigInt(leaseId).toString(16)}`;
+/** The last segment of a participant's key: `<role>.<owner>[~<passes>].<permits>.<lease hex>`. */
+export function participantName(role: Role, owner: string, permits: number, leaseId: string, passes?: string): string {
+  return `${role}.${owner}${passes === undefined ? '' : `~${passes}`}.${permits}.${BigInt(leaseId).toString(16)}`;
 }
 
 /** Reads one key of the queue; `undefined` for a key that is not a participant's. */
@@ -63,7 +66,8 @@ export function parseParticipant(entry: Entry): Participant | undefined {
     name: entry.name,
     role: match[1] as Role,
     owner: match[2] ?? '',
-    permits: Number(match[3]),
+    passes: match[3],
+    permits: Number(match[4]),
     createRevision: entry.createRevision,
     modRevision: entry.modRevision,
     count: Number(entry.value) || 1,
@@ -81,12 +85,17 @@ export function queueOf(entries: readonly Entry[]): Participant[] {
   return queue.sort((a, b) => a.createRevision - b.createRevision);
 }
 
+/** Whether `p`, before the reader `reader` in the queue, keeps it waiting: another owner's writer. */
+function blocksRead(p: Participant, reader: Participant): boolean {
+  return p.role === 'lock' && p.owner !== reader.owner && p.owner !== reader.passes;
+}
+
 /** Whether the participant at `index` holds, for a semaphore of `limit` permits (ignored for other roles). */
 export function holdsAt(queue: readonly Participant[], index: number, limit: number): boolean {
   const me = queue[index];
   if (me === undefined) return false;
   if (me.role === 'lock') return index === 0;
-  if (me.role === 'read') return !queue.slice(0, index).some((p) => p.role === 'lock');
+  if (me.role === 'read') return !queue.slice(0, index).some((p) => blocksRead(p, me));
   let used = 0;
   for (let i = 0; i <= index; i++) used += queue[i]?.permits ?? 0;
   return used <= limit;
@@ -100,7 +109,7 @@ export function turnOf(queue: readonly Participant[], name: string, limit: numbe
   const me = queue[index] as Participant;
   if (me.role === 'lock') return { holds: false, watch: [(queue[index - 1] as Participant).name] };
   if (me.role === 'read') {
-    const writers = queue.slice(0, index).filter((p) => p.role === 'lock');
+    const writers = queue.slice(0, index).filter((p) => blocksRead(p, me));
     return { holds: false, watch: [(writers[writers.length - 1] as Participant).name] };
   }
   // The first waiter: every key before it holds, and any of them leaving may let it in.
