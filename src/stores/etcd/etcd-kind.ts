@@ -4,6 +4,7 @@
  * the recipe: take and wait, re-enter by owner, release, renew through the store's lease, inspect.
  */
 import { monotonicNow } from '../../clock.js';
+import { LockNotHeldError } from '../../errors.js';
 import type { Hold } from '../../hold.js';
 import type { LockKeys } from '../../keys.js';
 import { Lock, type Grant } from '../../locks/lock.js';
@@ -19,6 +20,9 @@ import type { EtcdStore } from './etcd-store.js';
 function etcdKeys(prefix: string, role: Role): (root: string, name: string) => LockKeys {
   return (_root, name) => ({ name, lock: `${prefix}${role}`, queue: prefix, released: prefix });
 }
+
+/** How many times one wait starts again under a fresh lease after losing its own. */
+const MAX_LEASE_RETRIES = 3;
 
 export abstract class EtcdKind extends Lock {
   /** One lease renews every hold: one family. */
@@ -73,12 +77,19 @@ export abstract class EtcdKind extends Lock {
   }
 
   protected async obtain(owner: string, options: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant> {
-    const sentAt = monotonicNow();
+    let sentAt = monotonicNow();
     let grant: EtcdGrant | null;
-    try {
-      grant = await this.recipe.take({ role: this.role, owner, permits: this.permits }, scope, scope.waitMs > 0);
-    } catch (error) {
-      throw unavailable(this.name, error);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        grant = await this.recipe.take({ role: this.role, owner, permits: this.permits }, scope, scope.waitMs > 0);
+        break;
+      } catch (error) {
+        // The lease this wait's key lived by was lost (its key is gone with it): the wait goes on
+        // under a fresh lease, at the back of the queue, while it has time.
+        if (!(error instanceof LockNotHeldError) || attempt >= MAX_LEASE_RETRIES || this.etcd.currentLease?.alive === true) throw unavailable(this.name, error);
+        scope.check();
+        sentAt = monotonicNow();
+      }
     }
     if (grant === null) throw scope.timeout();
     if (!options.autoExtend) this.etcd.expire(grant.key, options.leaseMs);

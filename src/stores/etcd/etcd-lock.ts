@@ -175,7 +175,15 @@ export class EtcdLock {
       const at = seat.lock.limitKey === undefined ? -1 : limitKeys.indexOf(seat.lock.limitKey);
       return seat.lock.limitFrom(at < 0 ? undefined : view?.extras?.[at]);
     };
-    const joined = await scope.race(ops.join(keys, '1', lease.id, prefixes, limitKeys), (late) => late.created && leave());
+    const joining = ops.join(keys, '1', lease.id, prefixes, limitKeys).catch((error: unknown) => {
+      // etcd no longer has the lease (revoked elsewhere, expired unseen): lost now, and this take fails as not held.
+      if (error instanceof Error && /requested lease not found/.test(error.message)) {
+        lease.gone();
+        throw notHeld();
+      }
+      throw error;
+    });
+    const joined = await scope.race(joining, (late) => late.created && leave());
     if (!joined.created) throw notHeld(); // a key of this owner and lease exists: the owner token was reused
     let views: Snapshot[] = joined.snapshots;
     let waited = false;
@@ -217,7 +225,8 @@ export class EtcdLock {
         waited = true;
         // Never trust the wake-up: read the queues again, and ask etcd whether our lease still lives.
         const [fresh, remainingMs] = await scope.race(Promise.all([ops.queues(prefixes, limitKeys), ops.leaseRemainingMs(lease.id)]));
-        if (remainingMs <= 0 || !lease.alive) throw notHeld();
+        if (remainingMs <= 0) lease.gone();
+        if (!lease.alive) throw notHeld();
         views = fresh;
       }
     } catch (error) {

@@ -118,6 +118,11 @@ export class LeaseClock {
     return true;
   }
 
+  /** etcd said the lease is gone (a read found its TTL spent): lost now, not at the next renewal. */
+  gone(): void {
+    this.#lose('revoked');
+  }
+
   /**
    * Stops renewing; with `revoke` (the default) revokes the lease, so every key this client left
    * (holds and waits) is deleted at once rather than at the TTL's end.
