@@ -1,0 +1,216 @@
+/**
+ * padlock on a 3-member etcd cluster under faults, through its public API: a member killed (the
+ * leader, a follower), the majority lost, the holder's process killed or frozen past its lease.
+ * Where locks change hands during a fault, workers (each a Padlock with an etcd client of its own)
+ * run read-modify-write sections on the fenced store (test/safety/fenced-store.ts), and the safety
+ * checker (test/safety/checker.ts) judges the records: no overlapping valid holds, no lost update,
+ * no stale write accepted, fences growing.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Etcd3 } from 'etcd3';
+import type { Redis } from 'ioredis';
+import { EtcdUnavailableError, LockLostError, Padlock } from '../src/index.js';
+import { REPLY_GRACE_MS } from '../src/wait-scope.js';
+import { startEtcd, type Cluster, type EtcdMember } from './harness/etcd.js';
+import { connect, delay, eventually, startServer } from './harness/redis.js';
+import { firstMessage, forkFixture } from './harness/children.js';
+import { check, describeReport, isLive, isSafe, type SafetyReport } from './safety/checker.js';
+import { FencedStore } from './safety/fenced-store.js';
+import type { AcquireFailure, SectionRecord } from './safety/records.js';
+
+const now = (): bigint => process.hrtime.bigint();
+/** A lease of 2 s: etcd's TTL is whole seconds, at least 1.5 election time-outs (1.8 s here). */
+const LEASE_MS = 2_000;
+
+describe('padlock on a 3-member etcd cluster under faults', { timeout: 150_000 }, () => {
+  let cluster: Cluster;
+  let admin: Redis;
+  let redisPort: number;
+  const clients: Etcd3[] = [];
+  const padlocks: Padlock[] = [];
+
+  const padlock = (options: { leaseMs?: number; replyTimeoutMs?: number; hosts?: string[] } = {}): Padlock => {
+    const client = new Etcd3({ hosts: options.hosts ?? cluster.hosts, dialTimeout: 1_000 });
+    clients.push(client);
+    const made = new Padlock({ etcd: client, leaseMs: options.leaseMs ?? LEASE_MS, replyTimeoutMs: options.replyTimeoutMs ?? 3_000 });
+    // Renewals that fail while members are down are reported as events; the holds' fate is what is tested.
+    made.on('error', () => undefined);
+    padlocks.push(made);
+    return made;
+  };
+  const followers = async (): Promise<EtcdMember[]> => {
+    const leader = await cluster.leader();
+    return cluster.members.filter((m) => m !== leader);
+  };
+
+  before(async () => {
+    const server = await startServer();
+    redisPort = server.port;
+    admin = connect(server);
+    cluster = await startEtcd(3);
+  });
+  after(async () => {
+    await Promise.all(padlocks.map((p) => p.close({ drainMs: 0 }).catch(() => undefined)));
+    for (const client of clients) client.close();
+  });
+
+  /**
+   * `workers` Padlocks each run `sections` read-modify-write sections of lock `name` on a fenced
+   * store while `during` runs; the checker's report of what happened.
+   */
+  async function runChecked(name: string, workers: number, sections: number, during: (holding: () => Promise<void>) => Promise<void>): Promise<SafetyReport> {
+    const store = new FencedStore(admin, name);
+    await store.reset('checked');
+    const records: SectionRecord[] = [];
+    const failures: AcquireFailure[] = [];
+    let holding: (() => void) | undefined;
+    const someoneHolds = new Promise<void>((resolve) => (holding = resolve));
+    const giveUpAt = Date.now() + 40_000;
+    const worker = async (index: number): Promise<void> => {
+      const p = padlock();
+      for (let seq = 0; seq < sections && Date.now() < giveUpAt; ) {
+        const waitStartedAt = now();
+        let lease;
+        try {
+          lease = await p.mutex(name).acquire({ waitMs: 10_000 });
+        } catch (error) {
+          failures.push({ worker: index, error: (error as Error).name, message: (error as Error).message, tookMs: Number(now() - waitStartedAt) / 1e6 });
+          await delay(100);
+          continue;
+        }
+        const acquiredAt = now();
+        holding?.();
+        let validUntil: bigint | null = null;
+        const stamp = (): void => {
+          const at = now();
+          if (lease.isHeld) validUntil = at;
+        };
+        let read: SectionRecord['read'] = 'none';
+        let write: SectionRecord['write'] = 'none';
+        try {
+          stamp();
+          const r = await store.read(lease.fence, lease.owner);
+          read = r.accepted ? 'ok' : 'refused';
+          await delay(20 + Math.random() * 30);
+          stamp();
+          if (r.accepted) write = (await store.write(lease.fence, lease.owner, r.value)).accepted ? 'ok' : 'refused';
+          else write = 'skipped';
+          stamp();
+        } catch {
+          write = 'error';
+        }
+        const lost = lease.signal.reason instanceof LockLostError ? lease.signal.reason.reason : null;
+        let releaseError: string | null = null;
+        await lease.release().catch((error: unknown) => (releaseError = (error as Error).name));
+        records.push({ worker: index, slot: 0, seq, owner: lease.owner, fence: lease.fence, waitStartedAt, acquiredAt, validUntil, releasedAt: now(), read, write, lost, releaseError });
+        seq++;
+      }
+    };
+    await Promise.all([...Array.from({ length: workers }, (_, i) => worker(i)), during(() => someoneHolds)]);
+    return check({ sections: records, store: await store.log(), finalValue: await store.value(), expectedSections: workers * sections, failures });
+  }
+
+  it('the leader killed while a lock is held: the holder keeps it past its TTL (the new leader renews its lease), and workers stay safe across the election', async () => {
+    // A TTL longer than an election (1.2–2.4 s here) and a renewal's retries: 5 s, held for 6 s after the kill.
+    const holder = padlock({ leaseMs: 5_000 });
+    const held = await holder.mutex('leader:held').acquire();
+    const other = padlock();
+    const report = await runChecked('leader', 3, 8, async (holding) => {
+      await holding();
+      const leader = await cluster.leader();
+      await leader.kill();
+      await delay(3 * LEASE_MS);
+      await leader.start();
+    });
+    assert.ok(isSafe(report), describeReport(report));
+    assert.ok(isLive(report), describeReport(report));
+    assert.equal(held.signal.aborted, false, `the holder was told ${String(held.signal.reason)}`);
+    assert.equal(held.isHeld, true);
+    assert.equal(await other.mutex('leader:held').tryAcquire(), null, 'nobody else got it');
+    await held.release();
+  });
+
+  it('a follower killed: workers are served on, safely', async () => {
+    const report = await runChecked('follower', 3, 8, async (holding) => {
+      await holding();
+      const [follower] = await followers();
+      await follower!.kill();
+      await delay(2 * LEASE_MS);
+      await follower!.start();
+    });
+    assert.ok(isSafe(report), describeReport(report));
+    assert.ok(isLive(report), describeReport(report));
+  });
+
+  it('the majority lost: an acquisition fails with EtcdUnavailableError within its bound, the holder is told (LockLostError); back to a majority, the lock is taken again with a higher fence', async () => {
+    const replyTimeoutMs = 2_000;
+    const holder = padlock();
+    const held = await holder.mutex('majority').acquire();
+    const other = padlock({ replyTimeoutMs });
+    const [kept, ...lost] = await followers();
+    const downed = [...lost, ...cluster.members.filter((m) => m !== kept && !lost.includes(m))];
+    await Promise.all(downed.map((m) => m.kill()));
+    try {
+      const startedAt = Date.now();
+      await assert.rejects(other.mutex('majority').acquire({ waitMs: 1_000 }), (error) => error instanceof EtcdUnavailableError);
+      const took = Date.now() - startedAt;
+      // The wait's bound: its waitMs, and every call gets at least the reply grace, never more than the reply time-out.
+      assert.ok(took < 1_000 + Math.max(REPLY_GRACE_MS, replyTimeoutMs) + 1_500, `failed after ${took} ms`);
+      assert.ok(await eventually(() => held.signal.aborted, LEASE_MS + 3_000), 'the holder was told');
+      assert.ok(held.signal.reason instanceof LockLostError, String(held.signal.reason));
+    } finally {
+      await Promise.all(downed.map((m) => m.start()));
+    }
+    const next = await other.mutex('majority').acquire({ waitMs: 30_000 });
+    assert.ok(next.fence > held.fence);
+    await next.release();
+    await held.release().catch(() => undefined);
+  });
+
+  it('the holder\'s process killed: a waiter is served once its lease\'s TTL ran out, with a higher fence', async () => {
+    const child = forkFixture('etcd-padlock-holder', [cluster.hosts.join(','), 'killed', String(LEASE_MS), String(redisPort), 'killed']);
+    const { fence } = await firstMessage<{ fence: number }>(child);
+    const waiter = padlock();
+    const waiting = waiter.mutex('killed').acquire({ waitMs: 30_000 });
+    await delay(200);
+    const killedAt = Date.now();
+    child.kill('SIGKILL');
+    const lease = await waiting;
+    const servedAfter = Date.now() - killedAt;
+    assert.ok(lease.fence > fence);
+    // etcd expires a lease its TTL after the last renewal (a new leader would add an election time-out).
+    assert.ok(servedAfter < LEASE_MS + 4_000, `served ${servedAfter} ms after the kill`);
+    await lease.release();
+  });
+
+  it('the holder frozen past its lease: another takes the lock; resumed, the holder has been told, and its late fenced write is refused', async () => {
+    const store = new FencedStore(admin, 'frozen');
+    await store.reset('checked');
+    const child = forkFixture('etcd-padlock-holder', [cluster.hosts.join(','), 'frozen', String(LEASE_MS), String(redisPort), 'frozen']);
+    const first = await firstMessage<{ fence: number; owner: string }>(child);
+    child.kill('SIGSTOP');
+    let report: { told: boolean; reason: string; read: boolean; write: boolean } | undefined;
+    try {
+      const next = await padlock().mutex('frozen').acquire({ waitMs: 30_000 });
+      assert.ok(next.fence > first.fence);
+      const read = await store.read(next.fence, next.owner);
+      assert.ok((await store.write(next.fence, next.owner, read.value)).accepted);
+      const reported = new Promise<typeof report>((resolve) => child.once('message', (m) => resolve(m as typeof report)));
+      child.kill('SIGCONT');
+      await delay(500);
+      child.send('write');
+      report = await reported;
+      await next.release();
+    } finally {
+      child.kill('SIGCONT');
+      child.kill('SIGKILL');
+    }
+    assert.equal(report?.told, true, 'told before it wrote');
+    assert.ok(report.reason === 'expired' || report.reason === 'taken', report.reason);
+    assert.equal(report.write, false, 'its late write refused');
+    const log = await store.log();
+    assert.equal(log.filter((e) => e.owner === first.owner && e.accepted).length, 0, 'nothing of the old holder accepted');
+    assert.equal(await store.value(), 1);
+  });
+});
