@@ -205,7 +205,7 @@ export class EtcdLock {
             const me = queue.find((p) => p.name === seat.name) as Participant;
             let modRevision = me.modRevision;
             // Tells the semaphore waiter behind us that it may hold now: its watch on our key fires.
-            if (seat.request.role === 'permit' && waited) modRevision = (await ops.replace(seat.key, '1', me.modRevision).catch(() => undefined)) ?? -1;
+            if (seat.request.role === 'permit' && waited) modRevision = (await scope.race(ops.replace(seat.key, '1', me.modRevision)).catch(() => undefined)) ?? -1;
             seat.lock.#known.set(seat.request.owner, { key: seat.key, modRevision, count: 1 });
             seat.lock.#keys.set(seat.request.owner, seat.key);
             grants.push({ key: seat.key, fence: me.createRevision, holdCount: 1 });
@@ -214,7 +214,7 @@ export class EtcdLock {
         }
         scope.foundHeld();
         if (!wait) {
-          await ops.remove(...keys).catch(() => undefined);
+          await scope.race(ops.remove(...keys)).catch(() => undefined);
           return null;
         }
         const watched = (blocked.turn as Turn).watch.map((name) => blocked.seat.lock.prefix + name);
