@@ -220,7 +220,7 @@ export class EtcdLock {
         const watched = (blocked.turn as Turn).watch.map((name) => blocked.seat.lock.prefix + name);
         // The first waiter of a semaphore (it watches every holder) also watches the stored limit: a raise may let it in.
         const { limitKey } = blocked.seat.lock;
-        if (limitKey !== undefined && blocked.seat.request.role === 'permit' && watched.length > 1) watched.push(limitKey);
+        if (limitKey !== undefined && (blocked.turn as Turn).first === true) watched.push(limitKey);
         await waitForChange(ops, lease, watched, (views[0]?.revision ?? 0) + 1, scope, notHeld);
         waited = true;
         // Never trust the wake-up: read the queues again, and ask etcd whether our lease still lives.

@@ -49,6 +49,8 @@ export interface Turn {
   readonly holds: boolean;
   /** The keys (last segments) whose change may let it in (empty when it holds). */
   readonly watch: readonly string[];
+  /** A semaphore's first waiter: a raise of the stored limit may let it in too. */
+  readonly first?: boolean;
 }
 
 const NAME = /^(lock|read|permit)\.([A-Za-z0-9_-]{16,128})(?:~([A-Za-z0-9_-]{16,128}))?\.(\d+)\.([0-9a-f]+)$/;
@@ -113,7 +115,7 @@ export function turnOf(queue: readonly Participant[], name: string, limit: numbe
     return { holds: false, watch: [(writers[writers.length - 1] as Participant).name] };
   }
   // The first waiter: every key before it holds, and any of them leaving may let it in.
-  if (holdsAt(queue, index - 1, limit)) return { holds: false, watch: queue.slice(0, index).map((p) => p.name) };
+  if (holdsAt(queue, index - 1, limit)) return { holds: false, watch: queue.slice(0, index).map((p) => p.name), first: true };
   return { holds: false, watch: [(queue[index - 1] as Participant).name] };
 }
 
