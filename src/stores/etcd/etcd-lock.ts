@@ -161,7 +161,7 @@ export class EtcdLock {
     const { ops } = first.lock;
     const lease = await scope.race(first.lock.currentLease());
     const seats: Seat[] = wanted.map(({ lock, request }) => {
-      const name = participantName(request.role, request.owner, request.permits, lease.id, request.passes);
+      const name = participantName(request.role, request.owner, request.permits, lease.id, request.passes, request.role === 'permit' ? lock.limit : undefined);
       return { lock, request, name, key: lock.prefix + name };
     });
     const keys = seats.map((s) => s.key);

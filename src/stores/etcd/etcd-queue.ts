@@ -41,6 +41,8 @@ export interface Participant {
   readonly count: number;
   /** A read taken inside a write hold (a downgrade under a new owner): the writer's owner, whose `lock` key it passes. */
   readonly passes: string | undefined;
+  /** A semaphore participant: the limit its semaphore was made with (by this participant's code). */
+  readonly limit: number | undefined;
 }
 
 /** Where a participant stands. */
@@ -53,11 +55,15 @@ export interface Turn {
   readonly first?: boolean;
 }
 
-const NAME = /^(lock|read|permit)\.([A-Za-z0-9_-]{16,128})(?:~([A-Za-z0-9_-]{16,128}))?\.(\d+)\.([0-9a-f]+)$/;
+const NAME = /^(lock|read|permit)\.([A-Za-z0-9_-]{16,128})(?:~([A-Za-z0-9_-]{16,128}))?\.(\d+)(?:of(\d+))?\.([0-9a-f]+)$/;
 
-/** The last segment of a participant's key: `<role>.<owner>[~<passes>].<permits>.<lease hex>`. */
-export function participantName(role: Role, owner: string, permits: number, leaseId: string, passes?: string): string {
-  return `${role}.${owner}${passes === undefined ? '' : `~${passes}`}.${permits}.${BigInt(leaseId).toString(16)}`;
+/**
+ * The last segment of a participant's key: `<role>.<owner>[~<passes>].<permits>[of<limit>].<lease hex>`
+ * (`limit`: a semaphore's creation value, so that an operator's read can tell its holders apart
+ * from its waiters while no limit is stored).
+ */
+export function participantName(role: Role, owner: string, permits: number, leaseId: string, passes?: string, limit?: number): string {
+  return `${role}.${owner}${passes === undefined ? '' : `~${passes}`}.${permits}${limit === undefined ? '' : `of${limit}`}.${BigInt(leaseId).toString(16)}`;
 }
 
 /** Reads one key of the queue; `undefined` for a key that is not a participant's. */
@@ -70,6 +76,7 @@ export function parseParticipant(entry: Entry): Participant | undefined {
     owner: match[2] ?? '',
     passes: match[3],
     permits: Number(match[4]),
+    limit: match[5] === undefined ? undefined : Number(match[5]),
     createRevision: entry.createRevision,
     modRevision: entry.modRevision,
     count: Number(entry.value) || 1,

@@ -15,6 +15,8 @@ import type { ReadWriteLock } from '../../locks/read-write-lock.js';
 import type { SemaphoreLock } from '../../locks/semaphore-lock.js';
 import type { Shared } from '../../shared.js';
 import type { LockKindName, Store, StoreHost } from '../../store.js';
+import type { LockCatalog } from '../../catalog.js';
+import { EtcdCatalog } from './etcd-catalog.js';
 import { EtcdOps } from './etcd-client.js';
 import { EtcdKind } from './etcd-kind.js';
 import { EtcdMutex } from './etcd-mutex.js';
@@ -167,6 +169,11 @@ export class EtcdStore implements Store {
       })
       .finally(() => (this.#granting = undefined));
     return this.#granting;
+  }
+
+  /** An operator's read of every lock under this Padlock's prefix (`padlock list --etcd`). */
+  catalog(): LockCatalog {
+    return new EtcdCatalog(this.ops, this.prefix, `etcd (prefix ${this.prefix})`);
   }
 
   /** The lease alive now, if one was granted (never grants one). */
