@@ -1,16 +1,18 @@
 /**
  * etcd as a store under test (./store-target.ts): one real member on loopback
- * (./etcd-servers.ts), a client of its own per Padlock, what is left read as keys under the prefix.
+ * (./etcd-servers.ts; {@link StartedStore.stop} stops it, and every member is killed when the
+ * process ends whatever happened), a client of its own per Padlock, what is left read as keys under
+ * the prefix.
  */
 import { Etcd3 } from 'etcd3';
 import { Padlock } from '../../src/index.js';
-import { startEtcd } from './etcd.js';
+import { startCluster } from './etcd-servers.js';
 import type { StartedStore, StoreFreeOptions, StoreTarget } from './store-target.js';
 
 export const etcdSingle: StoreTarget = {
   name: 'etcd (one member)',
   async start(): Promise<StartedStore> {
-    const cluster = await startEtcd(1);
+    const cluster = await startCluster(1);
     const clients: Etcd3[] = [];
     const client = (): Etcd3 => {
       const made = new Etcd3({ hosts: cluster.hosts, dialTimeout: 2_000 });
