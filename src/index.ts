@@ -31,3 +31,4 @@ export {
   type NodeOutcome,
 } from './errors.js';
 export type { RedisClient, IoredisLikeClient, NodeRedisLikeClient } from './redis/clients.js';
+export type { EtcdClientLike } from './stores/etcd/etcd-client-check.js';

@@ -5,9 +5,8 @@
 import { PadlockOptionError } from './errors.js';
 import type { ResolvedMetricsOptions } from './observability/metrics.js';
 import type { MeterProviderLike } from './observability/otel-types.js';
-import type { Etcd3 } from 'etcd3';
 import { connectionFor, type RedisClient } from './redis/clients.js';
-import { checkEtcdClient } from './stores/etcd/etcd-client-check.js';
+import { checkEtcdClient, type EtcdClientLike } from './stores/etcd/etcd-client-check.js';
 import type { CommandConnection } from './redis/connection.js';
 import { resolveRecordTimings, type RecordTimingsOptions, type ResolvedRecordTimings } from './timings-recorder.js';
 
@@ -52,7 +51,7 @@ export interface PadlockOptions {
    * revokes its lease. Not with the Redis-only options.
    * @example new Padlock({ etcd: new Etcd3({ hosts: ['10.0.0.1:2379', '10.0.0.2:2379', '10.0.0.3:2379'] }) })
    */
-  etcd?: Etcd3 | undefined;
+  etcd?: EtcdClientLike | undefined;
   /**
    * Prefix of every key and channel: 1–64 characters of `A–Z a–z 0–9 _ . : -`.
    * @default 'padlock'
@@ -275,7 +274,7 @@ export function checkLeaseMs(option: string, value: unknown): number {
 const STORE_OPTIONS = ['redis', 'etcd'] as const;
 
 /** The store a Padlock was given, its client(s) checked. */
-export type StoreOption = { readonly kind: 'redis'; readonly redis: CommandConnection | readonly CommandConnection[] } | { readonly kind: 'etcd'; readonly client: Etcd3 };
+export type StoreOption = { readonly kind: 'redis'; readonly redis: CommandConnection | readonly CommandConnection[] } | { readonly kind: 'etcd'; readonly client: EtcdClientLike };
 
 /** Options that only the Redis store reads: refused (named) beside another store. */
 const REDIS_ONLY_OPTIONS = ['replicas', 'livenessMs', 'reapDeadHolders', 'recordTimings'] as const;

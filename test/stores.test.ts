@@ -8,10 +8,11 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as delay } from 'node:timers/promises';
 import { LockLostError, LockNotHeldError, LockTimeoutError, LockUpgradeError, PermitLimitError, type Lease, type Padlock } from '../src/index.js';
+import { etcdSingle } from './harness/etcd-store-target.js';
 import { redisSingle } from './harness/redis-store-target.js';
 import type { StartedStore, StoreFreeOptions, StoreTarget } from './harness/store-target.js';
 
-const STORES: readonly StoreTarget[] = [redisSingle];
+const STORES: readonly StoreTarget[] = [redisSingle, etcdSingle];
 
 /** Resolves once `check()` holds, or fails after `ms`. */
 async function eventually(check: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {

@@ -1,6 +1,7 @@
 /** Opens the store a Padlock's options name (exactly one, checked by options.ts). */
 import type { ResolvedPadlockOptions, StoreOption } from '../options.js';
 import type { Store, StoreHost } from '../store.js';
+import { asEtcd3 } from './etcd/etcd-client-check.js';
 import { EtcdStore } from './etcd/etcd-store.js';
 import { RedisStore } from './redis-store.js';
 
@@ -10,6 +11,6 @@ export function openStore(options: ResolvedPadlockOptions & { readonly store: St
     case 'redis':
       return new RedisStore({ ...options, redis: options.store.redis }, host);
     case 'etcd':
-      return new EtcdStore({ ...options, client: options.store.client }, host);
+      return new EtcdStore({ ...options, client: asEtcd3(options.store.client) }, host);
   }
 }
