@@ -172,6 +172,17 @@ for (const target of STORES) {
       assert.deepEqual(order, [0, 1, 2]);
     });
 
+    it('mutex(name) and fairMutex(name) are one lock: a holder of either excludes the other', async () => {
+      const prefix = freshPrefix();
+      const [a, b] = await Promise.all([padlock(prefix), padlock(prefix)]);
+      const fair = await a.fairMutex('shared-name').acquire();
+      assert.equal(await b.mutex('shared-name').tryAcquire(), null);
+      await fair.release();
+      const plain = await b.mutex('shared-name').acquire();
+      assert.equal(await a.fairMutex('shared-name').tryAcquire(), null);
+      await plain.release();
+    });
+
     it('readWrite: readers share, a writer waits for them, a reader behind a waiting writer waits; downgrade allowed, upgrade refused', async () => {
       const prefix = freshPrefix();
       const [a, b] = await Promise.all([padlock(prefix), padlock(prefix)]);

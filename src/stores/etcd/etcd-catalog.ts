@@ -9,8 +9,8 @@ import type { EtcdOps, Entry } from './etcd-client.js';
 import { leaseIdOfKey } from './etcd-lock.js';
 import { queueOf, turnOf } from './etcd-queue.js';
 
-/** The kind of each key family (the fair mutex is a mutex to an operator). */
-const KINDS: Readonly<Record<string, LockKind>> = { mutex: 'mutex', fair: 'mutex', rw: 'readWrite', semaphore: 'semaphore' };
+/** The kind of each key family (the mutex and the fair mutex share `mutex`). */
+const KINDS: Readonly<Record<string, LockKind>> = { mutex: 'mutex', rw: 'readWrite', semaphore: 'semaphore' };
 
 export class EtcdCatalog implements LockCatalog {
   constructor(

@@ -1,7 +1,9 @@
 /**
  * The mutex and the fair mutex on etcd: one `lock` key per participant; the first key by create
  * revision holds, each waiter watches the key just before it. Both are FIFO (a waiter is never
- * overtaken): on etcd the mutex is as fair as the fair mutex, and costs the same.
+ * overtaken): on etcd the mutex is as fair as the fair mutex, and costs the same. `mutex(name)` and
+ * `fairMutex(name)` are one lock, as on Redis (they share the key prefix): a holder of either
+ * excludes the other.
  */
 import type { LockKindName } from '../../store.js';
 import type { Shared } from '../../shared.js';
@@ -12,7 +14,7 @@ export class EtcdMutex extends EtcdKind {
   readonly kind: LockKindName;
 
   constructor(shared: Shared, etcd: EtcdStore, name: string, kind: 'mutex' | 'fairMutex') {
-    super(shared, etcd, name, kind === 'mutex' ? 'mutex' : 'fair', 'lock');
+    super(shared, etcd, name, 'mutex', 'lock');
     this.kind = kind;
   }
 }
