@@ -13,6 +13,7 @@ import { WaitScope } from '../src/wait-scope.js';
 import { ZooKeeperOps } from '../src/stores/zookeeper/zookeeper-client.js';
 import { lockPath, ZooKeeperLock, type Request } from '../src/stores/zookeeper/zookeeper-lock.js';
 import { newOwnerToken } from '../src/tokens.js';
+import { SessionClock } from '../src/stores/zookeeper/session-clock.js';
 import { fourLetters, startZooKeeper, type Ensemble } from './harness/zookeeper.js';
 import { delay, eventually } from './harness/redis.js';
 import { firstMessage, forkFixture } from './harness/children.js';
@@ -261,5 +262,38 @@ describe('the ZooKeeper recipe on a 3-server ensemble', { timeout: 60_000 }, () 
     assert.ok((await waiting) !== null);
     const servedAfter = Date.now() - killedAt;
     assert.ok(servedAfter >= 1_000 && servedAfter < 10_000, `served ${servedAfter} ms after the kill (session time-out 1.5 s)`);
+  });
+
+  it('a holder whose server froze learns its session is lost before any other client can be served', async () => {
+    const follower = await (async () => {
+      for (const server of ensemble.servers) if ((await server.mode()) === 'follower') return server;
+      throw new Error('no follower');
+    })();
+    const others = ensemble.servers.filter((s) => s !== follower).map((s) => s.address).join(',');
+    const onlyFollower = zookeeper.createClient(follower.address, { sessionTimeout: 2_000 });
+    clients.push(onlyFollower);
+    const connected = new Promise<void>((resolve) => onlyFollower.once('connected', () => resolve()));
+    onlyFollower.connect();
+    await connected;
+    const a = new ZooKeeperOps(onlyFollower);
+    const clock = new SessionClock(onlyFollower);
+    const b = await session({ ...ensemble, connectString: others }, 6_000);
+    const path = lockPath(ROOT, 'mutex', 'frozen');
+    assert.ok((await take(new ZooKeeperLock(a, path, 'frozen', 1), mutexRequest())) !== null);
+    await delay(3_000);
+    assert.equal(clock.lost, undefined, 'a live session is not reported lost: its beats keep its deadline ahead');
+    let lostAt: number | undefined;
+    clock.onLost(() => (lostAt = Date.now()));
+    const waiting = take(new ZooKeeperLock(b, path, 'frozen', 1), mutexRequest());
+    follower.pause();
+    try {
+      assert.ok((await waiting) !== null);
+      const servedAt = Date.now();
+      assert.equal(clock.lost, 'silent');
+      assert.ok(lostAt !== undefined && lostAt <= servedAt, `the holder knew (${lostAt}) before the waiter was served (${servedAt})`);
+    } finally {
+      follower.resume();
+      clock.close();
+    }
   });
 });

@@ -20,6 +20,7 @@
 import { LockNotHeldError } from '../../errors.js';
 import type { WaitScope } from '../../wait-scope.js';
 import { queueOf, stemOf, turnOf, type Participant, type Role } from './znode-queue.js';
+import type { Stat } from 'node-zookeeper-client';
 import { creationZxid, ZK, zkCode, type ZooKeeperOps } from './zookeeper-client.js';
 
 /** A hold ZooKeeper granted. */
@@ -70,10 +71,14 @@ export class ZooKeeperLock {
    * held). An aborted or timed-out wait leaves nothing behind: its child is deleted.
    */
   async take(request: Request, scope: WaitScope, wait: boolean): Promise<ZooKeeperGrant | null> {
-    const mine = await scope.race(this.#join(request), (late) => void this.#leave(late));
+    const joined = await scope.race(this.#join(request), (late) => void this.#leave(late.path));
+    const mine = joined.path;
     const name = mine.slice(this.path.length + 1);
     let waited = false;
     try {
+      // The lock's first participant holds: its child's stat came in the same round trip.
+      const firstStat = joined.first === undefined ? undefined : await scope.race(joined.first);
+      if (firstStat !== undefined) return { path: mine, fence: creationZxid(firstStat), holdCount: 1 };
       for (;;) {
         scope.check();
         let woken: (() => void) | undefined;
@@ -163,14 +168,23 @@ export class ZooKeeperLock {
     return { holders, waiters };
   }
 
-  /** Creates this participant's child, and the lock's znode with it when there is none. */
-  async #join(request: Request): Promise<string> {
+  /**
+   * Creates this participant's child, and the lock's znode with it when there is none. A child that
+   * created the lock's znode is its first (`<stem>-0000000000`, as a new znode's children count from
+   * 0): its stat is asked for in the same round trip (`first`), and it holds without a look at the queue.
+   */
+  async #join(request: Request): Promise<{ path: string; first?: Promise<Stat | undefined> }> {
     const stem = stemOf(request.role, request.owner, request.permits);
     const data = countData(1);
     for (;;) {
       try {
-        if (!this.#znodeSeen) return await this.ops.createWithParent(this.path, stem, data);
-        return await this.ops.createSequential(this.path, stem, data);
+        if (!this.#znodeSeen) {
+          const created = this.ops.createWithParent(this.path, stem, data);
+          // Sent right behind the create, on the same socket: answered after it, in one round trip.
+          const first = this.ops.exists(`${this.path}/${stem}-0000000000`).catch(() => undefined);
+          return { path: await created, first };
+        }
+        return { path: await this.ops.createSequential(this.path, stem, data) };
       } catch (error) {
         const code = zkCode(error);
         // The lock's znode was there (someone holds or waits) or was just removed by the last one out.
