@@ -28,7 +28,7 @@ export class SessionClock {
   constructor(private readonly client: Client) {
     this.#aliveUntil = monotonicNow() + this.#validMs;
     client.once('expired', this.#onExpired);
-    this.#beat = setInterval(() => this.beat(), Math.max(50, Math.floor(client.getSessionTimeout() / 3)));
+    this.#beat = setInterval(() => void this.beat(), Math.max(50, Math.floor(client.getSessionTimeout() / 3)));
     this.#beat.unref();
     this.#arm();
   }
