@@ -104,30 +104,31 @@ export class ZooKeeperOps {
     });
   }
 
-  /** Deletes the node (any version); false when it was gone. */
-  remove(path: string): Promise<boolean> {
+  /** Deletes the node if its data version is still `version` (−1: any); false when it was gone. */
+  remove(path: string, version = -1): Promise<boolean> {
     return new Promise((resolve, reject) => {
-      this.client.remove(path, -1, (error) => (error ? (zkCode(error) === ZK.noNode ? resolve(false) : reject(error)) : resolve(true)));
+      this.client.remove(path, version, (error) => (error ? (zkCode(error) === ZK.noNode ? resolve(false) : reject(error)) : resolve(true)));
     });
   }
 
   /**
    * Deletes `child` and, in the same transaction, its parent when that leaves it empty; when others
-   * are queued there (not empty), deletes the child alone. False when the child was gone.
+   * are queued there (not empty), deletes the child alone. False when the child was gone. With a
+   * `version`, rejects with "bad version" when the child's data changed since.
    */
-  async removeWithParent(child: string, parent: string): Promise<boolean> {
+  async removeWithParent(child: string, parent: string, version = -1): Promise<boolean> {
     try {
       await new Promise<void>((resolve, reject) => {
         this.client
           .transaction()
-          .remove(child, -1)
+          .remove(child, version)
           .remove(parent, -1)
           .commit((error) => (error ? reject(error) : resolve()));
       });
       return true;
     } catch (error) {
       const code = zkCode(error);
-      if (code === ZK.notEmpty) return this.remove(child);
+      if (code === ZK.notEmpty) return this.remove(child, version);
       if (code === ZK.noNode) return false;
       throw error;
     }

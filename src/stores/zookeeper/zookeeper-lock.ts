@@ -52,9 +52,18 @@ export function lockPath(root: string, family: string, name: string): string {
 
 const countData = (count: number): Buffer => Buffer.from(String(count));
 
+/** What this client last wrote to an owner's child: a release that finds it unchanged needs no read first. */
+interface Known {
+  readonly path: string;
+  /** The child's data version after that write. */
+  readonly version: number;
+  readonly count: number;
+}
+
 export class ZooKeeperLock {
   /** Whether this client saw the lock's znode last time (so the next take tries the cheaper call first). */
   #znodeSeen = false;
+  readonly #known = new Map<string, Known>();
 
   constructor(
     private readonly ops: ZooKeeperOps,
@@ -78,7 +87,7 @@ export class ZooKeeperLock {
     try {
       // The lock's first participant holds: its child's stat came in the same round trip.
       const firstStat = joined.first === undefined ? undefined : await scope.race(joined.first);
-      if (firstStat !== undefined) return { path: mine, fence: creationZxid(firstStat), holdCount: 1 };
+      if (firstStat !== undefined) return this.#granted(request.owner, mine, firstStat.version, creationZxid(firstStat));
       for (;;) {
         scope.check();
         let woken: (() => void) | undefined;
@@ -87,8 +96,8 @@ export class ZooKeeperLock {
         const turn = turnOf(queueOf(names ?? []), name, this.limit);
         if (turn === undefined || stat === undefined) throw new LockNotHeldError(this.name, request.owner, 'acquire');
         if (turn.holds) {
-          if (request.role === 'permit' && waited) await this.#announce(mine);
-          return { path: mine, fence: creationZxid(stat), holdCount: 1 };
+          const version = request.role === 'permit' && waited ? await this.#announce(mine) : stat.version;
+          return this.#granted(request.owner, mine, version, creationZxid(stat));
         }
         scope.foundHeld();
         if (!wait) {
@@ -116,7 +125,8 @@ export class ZooKeeperLock {
       if (read === undefined) return null;
       const count = Number(read.data.toString() || '1') + 1;
       try {
-        await this.ops.setData(child, countData(count), read.stat.version);
+        const written = await this.ops.setData(child, countData(count), read.stat.version);
+        this.#known.set(owner, { path: child, version: written.version, count });
         return { path: child, fence: creationZxid(read.stat), holdCount: count };
       } catch (error) {
         if (zkCode(error) === ZK.badVersion) continue; // another re-entry or release came between
@@ -128,6 +138,23 @@ export class ZooKeeperLock {
 
   /** Releases `count` of `owner`'s holds; resolves with how many it has left. Rejects `LockNotHeldError`. */
   async release(owner: string, count: number): Promise<number> {
+    const known = this.#known.get(owner);
+    this.#known.delete(owner);
+    if (known !== undefined) {
+      // Unchanged since this client's own write (no re-entry elsewhere): one round trip, no read.
+      try {
+        const left = known.count - count;
+        if (left <= 0) {
+          if (await this.ops.removeWithParent(known.path, this.path, known.version)) return 0;
+          throw new LockNotHeldError(this.name, owner, 'release');
+        }
+        const written = await this.ops.setData(known.path, countData(left), known.version);
+        this.#known.set(owner, { path: known.path, version: written.version, count: left });
+        return left;
+      } catch (error) {
+        if (zkCode(error) !== ZK.badVersion) throw error;
+      }
+    }
     for (;;) {
       const child = await this.#childOf(owner);
       const read = child === undefined ? undefined : await this.ops.data(child);
@@ -201,9 +228,15 @@ export class ZooKeeperLock {
     await this.ops.removeWithParent(child, this.path).catch(() => undefined);
   }
 
-  /** Tells the waiter behind a semaphore holder that it holds now (its watch on our data fires). */
-  async #announce(child: string): Promise<void> {
-    await this.ops.setData(child, countData(1), -1).catch(() => undefined);
+  /** Tells the waiter behind a semaphore holder that it holds now (its watch on our data fires); the child's new data version. */
+  async #announce(child: string): Promise<number> {
+    return (await this.ops.setData(child, countData(1), -1).catch(() => undefined))?.version ?? -1;
+  }
+
+  /** A fresh grant, remembered for its release. */
+  #granted(owner: string, path: string, version: number, fence: number): ZooKeeperGrant {
+    this.#known.set(owner, { path, version, count: 1 });
+    return { path, fence, holdCount: 1 };
   }
 
   /** `owner`'s child (a full path), if it has one. */
