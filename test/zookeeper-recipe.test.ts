@@ -163,9 +163,9 @@ describe('the ZooKeeper recipe on a standalone server', { timeout: 30_000 }, () 
     const grant = await take(new ZooKeeperLock(a, path, 'reentry', 1), holder);
     assert.ok(grant !== null);
     const elsewhere = new ZooKeeperLock(b, path, 'reentry', 1);
-    const again = await elsewhere.reenter(holder.owner);
+    const again = await elsewhere.reenter(holder.owner, ['lock']);
     assert.deepEqual(again && { fence: again.fence, holdCount: again.holdCount }, { fence: grant.fence, holdCount: 2 });
-    assert.equal(await elsewhere.reenter(mutexRequest().owner), null, 'an owner with no hold re-enters nothing');
+    assert.equal(await elsewhere.reenter(mutexRequest().owner, ['lock']), null, 'an owner with no hold re-enters nothing');
     assert.equal(await elsewhere.release(holder.owner, 1), 1);
     assert.equal(await take(elsewhere, mutexRequest(), 0), null, 'still held after one of two releases');
     assert.equal(await elsewhere.release(holder.owner, 1), 0);

@@ -2,11 +2,14 @@
 import type { ResolvedPadlockOptions, StoreOption } from '../options.js';
 import type { Store, StoreHost } from '../store.js';
 import { RedisStore } from './redis-store.js';
+import { ZooKeeperStore } from './zookeeper/zookeeper-store.js';
 
 /** The store for `options` (resolved), reporting to `host`. */
 export function openStore(options: ResolvedPadlockOptions & { readonly store: StoreOption }, host: StoreHost): Store {
   switch (options.store.kind) {
     case 'redis':
       return new RedisStore({ ...options, redis: options.store.redis }, host);
+    case 'zookeeper':
+      return new ZooKeeperStore({ client: options.store.client, prefix: options.prefix, replyTimeoutMs: options.replyTimeoutMs }, host);
   }
 }

@@ -58,6 +58,12 @@ export class SessionClock {
     return () => this.#listeners.delete(listener);
   }
 
+  /** Another call sent at `sentAt` was answered: the session lived then. */
+  answered(sentAt: number): void {
+    if (this.#lost !== undefined) return;
+    this.#aliveUntil = Math.max(this.#aliveUntil, sentAt + this.#validMs);
+  }
+
   /** Sends one beat now; resolves once it is answered (or fails). */
   beat(): Promise<void> {
     if (this.#lost !== undefined) return Promise.resolve();

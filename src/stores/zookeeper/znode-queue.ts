@@ -4,24 +4,27 @@
  *
  * Every participant (holder or waiter) is an ephemeral sequential child named
  * `<role>.<owner>.<permits>-<sequence>`: its role (`lock` for the mutex and the writer, `read`,
- * `permit`), its owner token, the permits it takes (1 but for the semaphore) and the sequence
- * number ZooKeeper appended. The sequence orders them by creation, across the whole ensemble.
+ * `down` for a read taken by a writer that holds (a downgrade), `permit`), its owner token, the
+ * permits it takes (1 but for the semaphore; for `down`, the sequence of the writer that took it) and
+ * the sequence number ZooKeeper appended. The sequence orders them by creation, across the ensemble.
  *
  * Who holds:
- * - `lock` (mutex, fair mutex, writer): the first child.
+ * - `lock` (mutex, fair mutex, writer): the first child, while no `down` child of another writer is
+ *   left (a downgraded read outlives its writer and excludes the writers after it).
  * - `read`: no `lock` child before it.
+ * - `down`: always (it is created only while its writer holds, and reads beside it).
  * - `permit`: the permits of every child up to and including it fit in the semaphore's limit (FIFO:
  *   a large request is not overtaken by small ones).
  *
  * What a waiter watches (one watch each, so a release wakes one waiter, never a herd):
- * - `lock`: its predecessor.
+ * - `lock`: its predecessor; the first child, the first `down` child of another writer.
  * - `read`: the nearest `lock` child before it.
  * - `permit`: the first waiter watches every holder (any release may let it in); each later waiter
  *   watches its predecessor, whose data changes when it becomes a holder (a cascade, not a herd).
  */
 
 /** A participant's role in the queue. */
-export type Role = 'lock' | 'read' | 'permit';
+export type Role = 'lock' | 'read' | 'down' | 'permit';
 
 /** One child of a lock's znode. */
 export interface Participant {
@@ -42,7 +45,7 @@ export interface Turn {
   readonly watch: readonly string[];
 }
 
-const NAME = /^(lock|read|permit)\.([A-Za-z0-9_-]{16,128})\.(\d+)-(\d{10})$/;
+const NAME = /^(lock|read|down|permit)\.([A-Za-z0-9_-]{16,128})\.(\d+)-(\d{10})$/;
 
 /** The name stem a participant is created with (ZooKeeper appends `-<sequence>`). */
 export function stemOf(role: Role, owner: string, permits: number): string {
@@ -70,7 +73,8 @@ export function queueOf(names: readonly string[]): Participant[] {
 export function holdsAt(queue: readonly Participant[], index: number, limit: number): boolean {
   const me = queue[index];
   if (me === undefined) return false;
-  if (me.role === 'lock') return index === 0;
+  if (me.role === 'down') return true;
+  if (me.role === 'lock') return index === 0 && foreignDown(queue, me) === undefined;
   if (me.role === 'read') return !queue.slice(0, index).some((p) => p.role === 'lock');
   let used = 0;
   for (let i = 0; i <= index; i++) used += queue[i]?.permits ?? 0;
@@ -83,7 +87,7 @@ export function turnOf(queue: readonly Participant[], name: string, limit: numbe
   if (index < 0) return undefined;
   if (holdsAt(queue, index, limit)) return { holds: true, watch: [] };
   const me = queue[index] as Participant;
-  if (me.role === 'lock') return { holds: false, watch: [(queue[index - 1] as Participant).name] };
+  if (me.role === 'lock') return { holds: false, watch: [index === 0 ? (foreignDown(queue, me) as Participant).name : (queue[index - 1] as Participant).name] };
   if (me.role === 'read') {
     const writers = queue.slice(0, index).filter((p) => p.role === 'lock');
     return { holds: false, watch: [(writers[writers.length - 1] as Participant).name] };
@@ -97,4 +101,9 @@ export function turnOf(queue: readonly Participant[], name: string, limit: numbe
 /** The holders of the queue, in order. */
 export function holdersOf(queue: readonly Participant[], limit: number): Participant[] {
   return queue.filter((_, index) => holdsAt(queue, index, limit));
+}
+
+/** The first downgraded read of a writer other than `writer`: it excludes `writer` until it ends. */
+function foreignDown(queue: readonly Participant[], writer: Participant): Participant | undefined {
+  return queue.find((p) => p.role === 'down' && p.permits !== writer.sequence);
 }

@@ -4,22 +4,27 @@
  * empty"). Requests are written to the one session socket in the order they are made, so two calls
  * made without awaiting in between share a round trip.
  */
-import zookeeper from 'node-zookeeper-client';
 import type { Client, Stat } from 'node-zookeeper-client';
 
-const { CreateMode, Exception } = zookeeper;
+// Types only: node-zookeeper-client is the application's (an optional peer), never loaded by padlock
+// itself, so its constants are ZooKeeper's own wire values, written out here.
+/** ZooKeeper's create modes (the protocol's values). */
+const CreateMode = { PERSISTENT: 0, EPHEMERAL_SEQUENTIAL: 3 } as const;
 
-/** ZooKeeper's error codes the recipes tell apart. */
+/** ZooKeeper's error codes the recipes tell apart (the protocol's values). */
 export const ZK = {
-  noNode: Exception.NO_NODE,
-  nodeExists: Exception.NODE_EXISTS,
-  notEmpty: Exception.NOT_EMPTY,
-  badVersion: Exception.BAD_VERSION,
+  connectionLoss: -4,
+  noNode: -101,
+  badVersion: -103,
+  nodeExists: -110,
+  notEmpty: -111,
+  sessionExpired: -112,
 } as const;
 
-/** ZooKeeper's answer to a request, when it is an error the server gave (not a lost connection). */
+/** The code of an error node-zookeeper-client made from ZooKeeper's answer (or of a lost connection); `undefined` for any other error. */
 export function zkCode(error: unknown): number | undefined {
-  return error instanceof Exception ? error.getCode() : undefined;
+  const getCode = (error as { getCode?: unknown } | null)?.getCode;
+  return error instanceof Error && typeof getCode === 'function' ? (getCode.call(error) as number) : undefined;
 }
 
 /** A znode's creation zxid as a number: the ensemble-wide, strictly increasing id of the write that made it. */
@@ -117,6 +122,7 @@ export class ZooKeeperOps {
    * `version`, rejects with "bad version" when the child's data changed since.
    */
   async removeWithParent(child: string, parent: string, version = -1): Promise<boolean> {
+    if (version === 0) return this.#removeThenParent(child, parent, 0);
     try {
       await new Promise<void>((resolve, reject) => {
         this.client
@@ -128,9 +134,22 @@ export class ZooKeeperOps {
       return true;
     } catch (error) {
       const code = zkCode(error);
-      if (code === ZK.notEmpty) return this.remove(child, version);
+      // Others are queued: the child goes alone, and the parent after it in case they left meanwhile.
+      if (code === ZK.notEmpty) return this.#removeThenParent(child, parent, version);
       if (code === ZK.noNode) return false;
       throw error;
     }
+  }
+
+  /**
+   * Deletes `child`, with the parent's delete sent right behind it on the same socket (one round
+   * trip): it fails harmlessly when others are queued or the child's delete failed, and the last
+   * child to go, whoever sent it, is always followed by such a delete. Also for a `version` of 0,
+   * which node-zookeeper-client's transaction reads as "any" (`version || -1`).
+   */
+  #removeThenParent(child: string, parent: string, version: number): Promise<boolean> {
+    const removed = this.remove(child, version);
+    void this.remove(parent, -1).catch(() => false);
+    return removed;
   }
 }

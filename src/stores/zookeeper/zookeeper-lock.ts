@@ -17,9 +17,9 @@
  * Hold count: the child's data (`<count>`), changed by compare-and-set on its version, so a
  * re-entry by owner token from another process counts once.
  */
-import { LockNotHeldError } from '../../errors.js';
+import { LockNotHeldError, PermitLimitError } from '../../errors.js';
 import type { WaitScope } from '../../wait-scope.js';
-import { queueOf, stemOf, turnOf, type Participant, type Role } from './znode-queue.js';
+import { parseParticipant, queueOf, stemOf, turnOf, type Participant, type Role } from './znode-queue.js';
 import type { Stat } from 'node-zookeeper-client';
 import { creationZxid, ZK, zkCode, type ZooKeeperOps } from './zookeeper-client.js';
 
@@ -64,6 +64,8 @@ export class ZooKeeperLock {
   /** Whether this client saw the lock's znode last time (so the next take tries the cheaper call first). */
   #znodeSeen = false;
   readonly #known = new Map<string, Known>();
+  /** The children this client made here and has not removed yet: `close()` removes what is left. */
+  readonly #mine = new Set<string>();
 
   constructor(
     private readonly ops: ZooKeeperOps,
@@ -71,16 +73,28 @@ export class ZooKeeperLock {
     readonly path: string,
     /** The lock's name, for errors. */
     readonly name: string,
-    /** The semaphore's limit (1 for other kinds). */
+    /** The semaphore's limit while none is stored in the lock's znode (1 for other kinds). */
     readonly limit: number,
+    /** Lets a clean-up run on after its caller moved on (close() waits for it). */
+    private readonly track: (work: Promise<unknown>) => void = () => undefined,
   ) {}
+
+  /** The children this client made here and still has. */
+  get children(): ReadonlySet<string> {
+    return this.#mine;
+  }
 
   /**
    * Takes the lock for `request`, waiting within `scope` when `wait` (else one attempt: `null` when
    * held). An aborted or timed-out wait leaves nothing behind: its child is deleted.
    */
   async take(request: Request, scope: WaitScope, wait: boolean): Promise<ZooKeeperGrant | null> {
-    const joined = await scope.race(this.#join(request), (late) => void this.#leave(late.path));
+    const joining = this.#join(request).catch((error: unknown) => {
+      // A create whose answer was lost may have been made: the child is found by its owner and removed.
+      if (zkCode(error) === ZK.connectionLoss) this.track(this.#sweep(request.owner, request.role));
+      throw error;
+    });
+    const joined = await scope.race(joining, (late) => this.track(this.#leave(late.path)));
     const mine = joined.path;
     const name = mine.slice(this.path.length + 1);
     let waited = false;
@@ -92,8 +106,11 @@ export class ZooKeeperLock {
         scope.check();
         let woken: (() => void) | undefined;
         const wake = new Promise<void>((resolve) => (woken = resolve));
-        const [names, stat] = await scope.race(Promise.all([this.ops.children(this.path), this.ops.exists(mine)]));
-        const turn = turnOf(queueOf(names ?? []), name, this.limit);
+        const permit = request.role === 'permit';
+        const [names, stat, stored] = await scope.race(Promise.all([this.ops.children(this.path), this.ops.exists(mine), permit ? this.ops.data(this.path) : undefined]));
+        const limit = limitIn(stored?.data) ?? this.limit;
+        if (permit && request.permits > limit) throw new PermitLimitError(this.name, request.permits, limit);
+        const turn = turnOf(queueOf(names ?? []), name, limit);
         if (turn === undefined || stat === undefined) throw new LockNotHeldError(this.name, request.owner, 'acquire');
         if (turn.holds) {
           const version = request.role === 'permit' && waited ? await this.#announce(mine) : stat.version;
@@ -101,32 +118,64 @@ export class ZooKeeperLock {
         }
         scope.foundHeld();
         if (!wait) {
-          await this.#leave(mine);
+          await scope.race(this.#leave(mine));
           return null;
         }
         // A watch on each child that may let us in; any one firing (or already gone) means look again.
-        const watched = await scope.race(Promise.all(turn.watch.map((child) => this.ops.exists(`${this.path}/${child}`, () => woken?.()))));
+        const paths = turn.watch.map((child) => `${this.path}/${child}`);
+        // A semaphore waiter also watches the stored limit (the lock's znode's data): a raise may let
+        // it in, a cut refuse it. Only setPermits changes that data, so only it wakes them all.
+        if (permit) paths.push(this.path);
+        const watched = await scope.race(Promise.all(paths.map((path) => this.ops.exists(path, () => woken?.()))));
         waited = true;
         if (watched.some((s) => s === undefined)) continue;
         await waitFor(wake, scope);
       }
     } catch (error) {
-      void this.#leave(mine);
+      this.track(this.#leave(mine));
       throw error;
     }
   }
 
-  /** Adds one hold to `owner`'s child (a re-entry); `null` when `owner` has none here. */
-  async reenter(owner: string): Promise<ZooKeeperGrant | null> {
+  /**
+   * A read for `owner` beside the write hold of `writer` (a downgrade): granted at once while that
+   * writer holds, never queued behind the writers waiting for it; `null` when `writer` holds no more.
+   */
+  async takeDowngrade(owner: string, writer: string, race: <T>(call: Promise<T>) => Promise<T>): Promise<ZooKeeperGrant | null> {
+    const writerChild = await race(this.#childOf(writer, ['lock']));
+    const sequence = writerChild === undefined ? undefined : parseParticipant(writerChild.slice(this.path.length + 1))?.sequence;
+    if (writerChild === undefined || sequence === undefined) return null;
+    const creating = this.ops.createSequential(this.path, stemOf('down', owner, sequence), countData(1));
+    const path = await race(creating).catch((error: unknown) => {
+      // Given up while the create was on its way: what it made is removed.
+      void creating.then((late) => this.track(this.#leave(late)), () => undefined);
+      throw error;
+    });
+    this.#mine.add(path);
+    try {
+      const [held, stat] = await race(Promise.all([this.ops.exists(writerChild), this.ops.exists(path)]));
+      if (held === undefined || stat === undefined) {
+        this.track(this.#leave(path));
+        return null;
+      }
+      return this.#granted(owner, path, stat.version, creationZxid(stat));
+    } catch (error) {
+      this.track(this.#leave(path));
+      throw error;
+    }
+  }
+
+  /** Adds one hold to `owner`'s child of one of `roles` (a re-entry); `null` when `owner` has none here. */
+  async reenter(owner: string, roles: readonly Role[]): Promise<ZooKeeperGrant | null> {
     for (;;) {
-      const child = await this.#childOf(owner);
+      const child = await this.#childOf(owner, roles);
       if (child === undefined) return null;
       const read = await this.ops.data(child);
       if (read === undefined) return null;
       const count = Number(read.data.toString() || '1') + 1;
       try {
         const written = await this.ops.setData(child, countData(count), read.stat.version);
-        this.#known.set(owner, { path: child, version: written.version, count });
+        this.#known.set(knownKey(owner, roles), { path: child, version: written.version, count });
         return { path: child, fence: creationZxid(read.stat), holdCount: count };
       } catch (error) {
         if (zkCode(error) === ZK.badVersion) continue; // another re-entry or release came between
@@ -136,31 +185,44 @@ export class ZooKeeperLock {
     }
   }
 
-  /** Releases `count` of `owner`'s holds; resolves with how many it has left. Rejects `LockNotHeldError`. */
-  async release(owner: string, count: number): Promise<number> {
-    const known = this.#known.get(owner);
-    this.#known.delete(owner);
+  /** Whether `owner` has a child of one of `roles` here. */
+  async has(owner: string, roles: readonly Role[]): Promise<boolean> {
+    return (await this.#childOf(owner, roles)) !== undefined;
+  }
+
+  /** The path of `owner`'s child of one of `roles`: as this client last wrote it, else as the lock's children say. */
+  async childPath(owner: string, roles: readonly Role[]): Promise<string | undefined> {
+    return this.#known.get(knownKey(owner, roles))?.path ?? (await this.#childOf(owner, roles));
+  }
+
+  /** Releases `count` of `owner`'s holds (its child of one of `roles`); resolves with how many it has left. Rejects `LockNotHeldError`. */
+  async release(owner: string, count: number, roles: readonly Role[] = ROLES): Promise<number> {
+    const key = knownKey(owner, roles);
+    const known = this.#known.get(key);
+    this.#known.delete(key);
     if (known !== undefined) {
       // Unchanged since this client's own write (no re-entry elsewhere): one round trip, no read.
       try {
         const left = known.count - count;
         if (left <= 0) {
+          this.#mine.delete(known.path);
           if (await this.ops.removeWithParent(known.path, this.path, known.version)) return 0;
           throw new LockNotHeldError(this.name, owner, 'release');
         }
         const written = await this.ops.setData(known.path, countData(left), known.version);
-        this.#known.set(owner, { path: known.path, version: written.version, count: left });
+        this.#known.set(key, { path: known.path, version: written.version, count: left });
         return left;
       } catch (error) {
         if (zkCode(error) !== ZK.badVersion) throw error;
       }
     }
     for (;;) {
-      const child = await this.#childOf(owner);
+      const child = await this.#childOf(owner, roles);
       const read = child === undefined ? undefined : await this.ops.data(child);
       if (child === undefined || read === undefined) throw new LockNotHeldError(this.name, owner, 'release');
       const left = Number(read.data.toString() || '1') - count;
       if (left <= 0) {
+        this.#mine.delete(child);
         if (!(await this.ops.removeWithParent(child, this.path))) throw new LockNotHeldError(this.name, owner, 'release');
         return 0;
       }
@@ -175,7 +237,28 @@ export class ZooKeeperLock {
 
   /** Releases the hold whose child is `path` outright (every count); false when it was gone. */
   releasePath(path: string): Promise<boolean> {
+    this.#mine.delete(path);
+    for (const [owner, known] of this.#known) if (known.path === path) this.#known.delete(owner);
     return this.ops.removeWithParent(path, this.path);
+  }
+
+  /** The limit stored in the lock's znode (`setPermits`), if any. */
+  async storedLimit(): Promise<number | undefined> {
+    return limitIn((await this.ops.data(this.path))?.data);
+  }
+
+  /**
+   * Stores `limit` in the lock's znode, where every waiter reads it; false when there is no znode
+   * (nobody holds or waits: nothing is stored, so nothing is left behind).
+   */
+  async storeLimit(limit: number): Promise<boolean> {
+    try {
+      await this.ops.setData(this.path, Buffer.from(String(limit)), -1);
+      return true;
+    } catch (error) {
+      if (zkCode(error) === ZK.noNode) return false;
+      throw error;
+    }
   }
 
   /** Deletes every holder's child, whoever holds (operators); true when someone held. */
@@ -188,10 +271,12 @@ export class ZooKeeperLock {
 
   /** Who holds and who waits now. */
   async inspect(): Promise<ZooKeeperLockState> {
-    const queue = queueOf((await this.ops.children(this.path)) ?? []);
+    const [names, stored] = await Promise.all([this.ops.children(this.path), this.ops.data(this.path)]);
+    const queue = queueOf(names ?? []);
+    const limit = limitIn(stored?.data) ?? this.limit;
     const holders: Participant[] = [];
     const waiters: Participant[] = [];
-    queue.forEach((p, index) => (turnOf(queue, p.name, this.limit)?.holds === true && index >= 0 ? holders : waiters).push(p));
+    queue.forEach((p) => (turnOf(queue, p.name, limit)?.holds === true ? holders : waiters).push(p));
     return { holders, waiters };
   }
 
@@ -209,9 +294,13 @@ export class ZooKeeperLock {
           const created = this.ops.createWithParent(this.path, stem, data);
           // Sent right behind the create, on the same socket: answered after it, in one round trip.
           const first = this.ops.exists(`${this.path}/${stem}-0000000000`).catch(() => undefined);
-          return { path: await created, first };
+          const path = await created;
+          this.#mine.add(path);
+          return { path, first };
         }
-        return { path: await this.ops.createSequential(this.path, stem, data) };
+        const path = await this.ops.createSequential(this.path, stem, data);
+        this.#mine.add(path);
+        return { path };
       } catch (error) {
         const code = zkCode(error);
         // The lock's znode was there (someone holds or waits) or was just removed by the last one out.
@@ -225,7 +314,21 @@ export class ZooKeeperLock {
 
   /** Deletes a child this client made (an abandoned wait); the lock's znode too when it was the last. */
   async #leave(child: string): Promise<void> {
+    this.#mine.delete(child);
+    for (const [owner, known] of this.#known) if (known.path === child) this.#known.delete(owner);
     await this.ops.removeWithParent(child, this.path).catch(() => undefined);
+  }
+
+  /** Removes `owner`'s children of `role` (a create whose answer was lost); never rejects. */
+  async #sweep(owner: string, role: Role): Promise<void> {
+    const names = await this.ops.children(this.path).catch(() => undefined);
+    const lost = queueOf(names ?? []).filter((p) => p.owner === owner && p.role === role);
+    await Promise.all(lost.map((p) => this.#leave(`${this.path}/${p.name}`)));
+  }
+
+  /** Removes every child this client still has here (close()); never rejects. */
+  async removeMine(): Promise<void> {
+    await Promise.all([...this.#mine].map((child) => this.#leave(child)));
   }
 
   /** Tells the waiter behind a semaphore holder that it holds now (its watch on our data fires); the child's new data version. */
@@ -235,16 +338,33 @@ export class ZooKeeperLock {
 
   /** A fresh grant, remembered for its release. */
   #granted(owner: string, path: string, version: number, fence: number): ZooKeeperGrant {
-    this.#known.set(owner, { path, version, count: 1 });
+    const role = parseParticipant(path.slice(this.path.length + 1))?.role ?? 'lock';
+    this.#known.set(knownKey(owner, [role]), { path, version, count: 1 });
     return { path, fence, holdCount: 1 };
   }
 
-  /** `owner`'s child (a full path), if it has one. */
-  async #childOf(owner: string): Promise<string | undefined> {
+  /** `owner`'s child of one of `roles` (a full path), if it has one. */
+  async #childOf(owner: string, roles: readonly Role[]): Promise<string | undefined> {
     const queue = queueOf((await this.ops.children(this.path)) ?? []);
-    const child = queue.find((p) => p.owner === owner);
+    const child = queue.find((p) => p.owner === owner && roles.includes(p.role));
     return child === undefined ? undefined : `${this.path}/${child.name}`;
   }
+}
+
+/** An owner's entry in what this client knows of its children: one per side (a downgrading writer has a write child and a read child). */
+function knownKey(owner: string, roles: readonly Role[]): string {
+  const role = roles[0] ?? 'lock';
+  return `${role === 'down' ? 'read' : role}.${owner}`;
+}
+
+/** Every role (a release by owner alone). */
+const ROLES: readonly Role[] = ['lock', 'read', 'down', 'permit'];
+
+/** A limit stored in a lock's znode, if its data is one. */
+function limitIn(data: Buffer | undefined): number | undefined {
+  const text = data?.toString() ?? '';
+  const limit = Number(text);
+  return text !== '' && Number.isInteger(limit) && limit >= 1 ? limit : undefined;
 }
 
 /** Resolves when `wake` does, or rejects with the scope's reason when it stops first. */
