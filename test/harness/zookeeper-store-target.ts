@@ -12,11 +12,20 @@ import { startZooKeeper, type Ensemble } from './zookeeper.js';
 /** The session time-out the test clients ask for: short, so a dead holder is noticed quickly. */
 export const TEST_SESSION_TIMEOUT_MS = 4_000;
 
+/** Clients whose session expired: node-zookeeper-client's `close()` would reconnect them to send a close nobody needs, forever. */
+const expired = new WeakSet<Client>();
+
 /** A client of `ensemble` (not yet connected: it connects as a Padlock's client may). */
 export function zooKeeperClient(ensemble: Ensemble, sessionTimeout = TEST_SESSION_TIMEOUT_MS): Client {
   const client = zookeeper.createClient(ensemble.connectString, { sessionTimeout, spinDelay: 100, retries: 1_000 });
+  client.once('expired', () => expired.add(client));
   client.connect();
   return client;
+}
+
+/** Closes `client`, unless its session expired (then it is closed already). */
+export function closeClient(client: Client): void {
+  if (!expired.has(client)) client.close();
 }
 
 /** The lock znodes (and their children) under `/<prefix>`: a family's own znode (`/<prefix>/mutex`) is not a lock's. */
@@ -55,7 +64,7 @@ export function zooKeeperStore(ensemble: Ensemble): StartedStore {
       return zooKeeperLeftovers(reader, prefix);
     },
     async stop() {
-      for (const client of clients) client.close();
+      for (const client of clients) closeClient(client);
       await ensemble.stop();
     },
   };

@@ -63,12 +63,14 @@ export class ZooKeeperStore implements Store {
   #shared: Shared | undefined;
   #connected: Promise<void>;
   #onConnected: () => void = () => undefined;
+  #onExpired: (error: unknown) => void = () => undefined;
   #closed = false;
   readonly #connectedListener = (): void => this.#connectedNow();
   /** An expired session is gone for good, whatever the clock said before (a silent spell that ended in expiry). */
   readonly #expiredListener = (): void => {
     if (this.#clock?.lost === undefined) return; // the clock tells the holds itself
     this.#expired = 'expired';
+    this.#onExpired(this.#gone(''));
   };
 
   constructor(options: ZooKeeperStoreOptions, host: StoreHost) {
@@ -77,7 +79,7 @@ export class ZooKeeperStore implements Store {
     this.ops = new ZooKeeperOps(options.client);
     this.root = `/${options.prefix}`;
     this.replyTimeoutMs = options.replyTimeoutMs;
-    this.#connected = new Promise((resolve) => (this.#onConnected = resolve));
+    this.#connected = this.#awaitConnection();
     this.#client.on('connected', this.#connectedListener);
     this.#client.on('expired', this.#expiredListener);
     if (this.#client.getState().name === 'SYNC_CONNECTED') this.#connectedNow();
@@ -132,9 +134,23 @@ export class ZooKeeperStore implements Store {
 
   /** Resolves once the client is connected and its session alive; rejects `ZooKeeperUnavailableError` for a session gone for good. */
   ready(lock: string): Promise<void> {
-    if (this.#expired !== undefined) return Promise.reject(new ZooKeeperUnavailableError(lock, undefined, `this client's session ${this.#expired === 'expired' ? 'expired' : 'went silent past its time-out'}: make a new client`));
+    if (this.#expired !== undefined) return Promise.reject(this.#gone(lock));
     if (this.#closed) return Promise.reject(new ZooKeeperUnavailableError(lock, undefined, 'the store is closed'));
     return this.#connected;
+  }
+
+  #gone(lock: string): ZooKeeperUnavailableError {
+    return new ZooKeeperUnavailableError(lock === '' ? undefined : lock, undefined, "this client's session expired: make a new client");
+  }
+
+  /** A promise of the next connection, rejected if the session expires first. */
+  #awaitConnection(): Promise<void> {
+    const connected = new Promise<void>((resolve, reject) => {
+      this.#onConnected = resolve;
+      this.#onExpired = reject;
+    });
+    connected.catch(() => undefined); // nobody may be waiting
+    return connected;
   }
 
   /**
@@ -295,7 +311,7 @@ export class ZooKeeperStore implements Store {
       let timer: NodeJS.Timeout | undefined;
       const answered = await Promise.race([
         this.ops.exists('/').then(() => true, () => false),
-        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), this.replyTimeoutMs))),
+        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), this.replyTimeoutMs).unref())),
       ]);
       clearTimeout(timer);
       if (answered) {
@@ -303,7 +319,7 @@ export class ZooKeeperStore implements Store {
         if (!this.#closed && this.#expired === undefined) this.#startClock();
         return;
       }
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await new Promise((resolve) => setTimeout(resolve, 100).unref());
     }
   }
 
@@ -312,9 +328,11 @@ export class ZooKeeperStore implements Store {
     if (this.#closed) return;
     const timeout = this.#client.getSessionTimeout();
     const cause = new ZooKeeperUnavailableError(undefined, undefined, loss === 'expired' ? 'the session expired' : `no answer within the session time-out (${timeout} ms, less ${driftMs(timeout)} ms of drift)`);
-    if (loss === 'expired') this.#expired = loss;
-    else {
-      this.#connected = new Promise((resolve) => (this.#onConnected = resolve));
+    if (loss === 'expired') {
+      this.#expired = loss;
+      this.#onExpired(this.#gone(''));
+    } else {
+      this.#connected = this.#awaitConnection();
       void this.#recover();
     }
     const runtime = this.#shared?.runtime;
