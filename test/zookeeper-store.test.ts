@@ -7,7 +7,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Client } from 'node-zookeeper-client';
-import { LockLostError, LockTimeoutError, LockUpgradeError, Padlock, PadlockOptionError, type Lease } from '../src/index.js';
+import { LockLostError, LockTimeoutError, LockUpgradeError, Padlock, PadlockOptionError, ZooKeeperUnavailableError, type Lease } from '../src/index.js';
 import { delay, eventually } from './harness/redis.js';
 import { fourLetters, startZooKeeper, type Ensemble } from './harness/zookeeper.js';
 import { closeClient, connected, zooKeeperClient, zooKeeperLeftovers } from './harness/zookeeper-store-target.js';
@@ -21,8 +21,8 @@ async function closeAll(): Promise<void> {
 }
 
 /** A Padlock with a client (a session) of its own, not yet connected. */
-function padlockOn(ensemble: Ensemble, options: { prefix?: string; leaseMs?: number } = {}): Padlock {
-  const client = zooKeeperClient(ensemble);
+function padlockOn(ensemble: Ensemble, options: { prefix?: string; leaseMs?: number; sessionTimeout?: number } = {}): Padlock {
+  const client = zooKeeperClient(ensemble, options.sessionTimeout);
   clients.push(client);
   const padlock = new Padlock({ zookeeper: client, prefix: options.prefix, leaseMs: options.leaseMs });
   padlocks.push(padlock);
@@ -198,5 +198,36 @@ describe('padlock on ZooKeeper (standalone)', { timeout: 60_000 }, () => {
     const next = await waited;
     assert.ok(next.fence > lease.fence);
     await next.release();
+  });
+});
+
+describe('padlock on ZooKeeper: the session is the liveness', { timeout: 60_000 }, () => {
+  after(closeAll);
+  it('a session lost (its server silent past the time-out) tells every hold with LockLostError; the ensemble then frees the locks, and the expired client is refused typed', async () => {
+    const ensemble = await startZooKeeper(1);
+    const padlock = padlockOn(ensemble, { sessionTimeout: 2_000 });
+    const leases = await Promise.all([padlock.mutex('zs:s1').acquire(), padlock.readWrite('zs:s2').read.acquire(), padlock.semaphore('zs:s3', 2).acquire()]);
+    const server = ensemble.servers[0];
+    assert.ok(server !== undefined);
+    server.pause();
+    try {
+      const reasons = await Promise.all(leases.map((lease) => new Promise<unknown>((resolve) => lease.signal.addEventListener('abort', () => resolve(lease.signal.reason)))));
+      for (const reason of reasons) assert.ok(reason instanceof LockLostError, String(reason));
+      // Silent past the session's time-out: the server expires it when it runs again.
+      await delay(2_500);
+    } finally {
+      server.resume();
+    }
+    const other = padlockOn(ensemble);
+    const next = await other.mutex('zs:s1').acquire({ waitMs: 10_000 });
+    await next.release();
+    // Its session expired (the server ran again past its time-out: refused, typed), or lived through
+    // the silence (the children of the holds it told lost were removed: it serves again).
+    const later: Lease | Error = await padlock
+      .mutex('zs:s1')
+      .acquire({ waitMs: 5_000 })
+      .catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
+    if (later instanceof Error) assert.ok(later instanceof ZooKeeperUnavailableError, String(later));
+    else await later.release();
   });
 });

@@ -17,7 +17,7 @@ const expired = new WeakSet<Client>();
 
 /** A client of `ensemble` (not yet connected: it connects as a Padlock's client may). */
 export function zooKeeperClient(ensemble: Ensemble, sessionTimeout = TEST_SESSION_TIMEOUT_MS): Client {
-  const client = zookeeper.createClient(ensemble.connectString, { sessionTimeout, spinDelay: 100, retries: 1_000 });
+  const client = zookeeper.createClient(ensemble.connectString, { sessionTimeout, spinDelay: 100 });
   client.once('expired', () => expired.add(client));
   client.connect();
   return client;
