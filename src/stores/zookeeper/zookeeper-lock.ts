@@ -89,25 +89,26 @@ export class ZooKeeperLock {
    * held). An aborted or timed-out wait leaves nothing behind: its child is deleted.
    */
   async take(request: Request, scope: WaitScope, wait: boolean): Promise<ZooKeeperGrant | null> {
-    const joining = this.#join(request).catch((error: unknown) => {
-      // A create whose answer was lost may have been made: the child is found by its owner and removed.
-      if (zkCode(error) === ZK.connectionLoss) this.track(this.#sweep(request.owner, request.role));
-      throw error;
-    });
-    const joined = await scope.race(joining, (late) => this.track(this.#leave(late.path)));
+    const joined = await this.#joinWithin(request, scope);
     const mine = joined.path;
     const name = mine.slice(this.path.length + 1);
     let waited = false;
     try {
       // The lock's first participant holds: its child's stat came in the same round trip.
-      const firstStat = joined.first === undefined ? undefined : await scope.race(joined.first);
+      const firstStat = joined.first === undefined ? undefined : await scope.race(joined.first).catch(() => undefined);
       if (firstStat !== undefined) return this.#granted(request.owner, mine, firstStat.version, creationZxid(firstStat));
       for (;;) {
         scope.check();
         let woken: (() => void) | undefined;
         const wake = new Promise<void>((resolve) => (woken = resolve));
         const permit = request.role === 'permit';
-        const [names, stat, stored] = await scope.race(Promise.all([this.ops.children(this.path), this.ops.exists(mine), permit ? this.ops.data(this.path) : undefined]));
+        const read = await scope.race(Promise.all([this.ops.children(this.path), this.ops.exists(mine), permit ? this.ops.data(this.path) : undefined])).catch(retryOnLoss);
+        // The connection was lost (a server died): the session and its child live on; look again once reconnected.
+        if (read === undefined) {
+          await backOff(scope);
+          continue;
+        }
+        const [names, stat, stored] = read;
         const limit = limitIn(stored?.data) ?? this.limit;
         if (permit && request.permits > limit) throw new PermitLimitError(this.name, request.permits, limit);
         const turn = turnOf(queueOf(names ?? []), name, limit);
@@ -126,14 +127,31 @@ export class ZooKeeperLock {
         // A semaphore waiter also watches the stored limit (the lock's znode's data): a raise may let
         // it in, a cut refuse it. Only setPermits changes that data, so only it wakes them all.
         if (permit) paths.push(this.path);
-        const watched = await scope.race(Promise.all(paths.map((path) => this.ops.exists(path, () => woken?.()))));
+        const watched = await scope.race(Promise.all(paths.map((path) => this.ops.exists(path, () => woken?.())))).catch(retryOnLoss);
         waited = true;
-        if (watched.some((s) => s === undefined)) continue;
+        if (watched === undefined) await backOff(scope);
+        if (watched === undefined || watched.some((s) => s === undefined)) continue;
         await waitFor(wake, scope);
       }
     } catch (error) {
       this.track(this.#leave(mine));
       throw error;
+    }
+  }
+
+  /**
+   * Joins the queue within `scope`. A create whose answer was lost with the connection may have been
+   * made: `owner`'s children of that role are removed (found by name), then it is sent again.
+   */
+  async #joinWithin(request: Request, scope: WaitScope): Promise<{ path: string; first?: Promise<Stat | undefined> }> {
+    for (;;) {
+      try {
+        return await scope.race(this.#join(request), (late) => this.track(this.#leave(late.path)));
+      } catch (error) {
+        if (zkCode(error) !== ZK.connectionLoss) throw error;
+        await backOff(scope);
+        await scope.race(this.#sweep(request.owner, request.role));
+      }
     }
   }
 
@@ -349,6 +367,19 @@ export class ZooKeeperLock {
     const child = queue.find((p) => p.owner === owner && roles.includes(p.role));
     return child === undefined ? undefined : `${this.path}/${child.name}`;
   }
+}
+
+/** Waits a little before a call is sent again after a lost connection (a closed client loses every call at once). */
+function backOff(scope: WaitScope): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const slept = new Promise<void>((resolve) => (timer = setTimeout(resolve, 50)));
+  return waitFor(slept, scope).finally(() => clearTimeout(timer));
+}
+
+/** `undefined` for a lost connection (the caller looks again), else rethrows. */
+function retryOnLoss(error: unknown): undefined {
+  if (zkCode(error) === ZK.connectionLoss) return undefined;
+  throw error;
 }
 
 /** An owner's entry in what this client knows of its children: one per side (a downgrading writer has a write child and a read child). */
