@@ -1,6 +1,7 @@
 /**
- * The ZooKeeper lock recipe (src/stores/zookeeper/) uncontended, beside the bare recipe the issue
- * measured (create an ephemeral sequential child, list the children, delete it), on a 3-server
+ * padlock's ZooKeeper mutex through `Padlock` (`new Padlock({ zookeeper })`), and its recipe alone
+ * (src/stores/zookeeper/), uncontended, beside the bare recipe the issue measured (create an
+ * ephemeral sequential child, list the children, delete it), on a 3-server
  * ensemble on loopback (`node build/bench/zookeeper-recipe.js [rounds] [round-ms]`). Rounds alternate
  * the two (forward, then backward) so a noisy moment hits both; medians of per-round ms per
  * acquire+release, and the median of their paired ratio.
@@ -14,6 +15,7 @@ import { WaitScope } from '../src/wait-scope.js';
 import { ZooKeeperOps } from '../src/stores/zookeeper/zookeeper-client.js';
 import { lockPath, ZooKeeperLock } from '../src/stores/zookeeper/zookeeper-lock.js';
 import { startEnsemble } from '../test/harness/zookeeper-servers.js';
+import { Padlock } from '../src/index.js';
 import { median } from './stats.js';
 
 const rounds = Number(process.argv[2] ?? 12);
@@ -59,16 +61,26 @@ const bareRecipe = async (): Promise<void> => {
   await ops.remove(path);
 };
 
-const contenders = { 'padlock recipe': padlockRecipe, 'bare recipe (create, list, delete)': bareRecipe };
+const padlock = new Padlock({ zookeeper: client });
+const mutex = padlock.mutex('bench-padlock');
+const padlockMutex = async (): Promise<void> => {
+  const lease = await mutex.acquire();
+  await lease.release();
+};
+
+const BARE = 'bare recipe (create, list, delete)';
+const contenders = { 'padlock mutex (Padlock)': padlockMutex, 'padlock recipe': padlockRecipe, [BARE]: bareRecipe };
 const times: Record<string, number[]> = Object.fromEntries(Object.keys(contenders).map((name) => [name, []]));
 const ratios: number[] = [];
+const padlockRatios: number[] = [];
 for (const pair of Object.values(contenders)) await round(pair); // warm-up
 for (let r = 0; r < rounds; r++) {
   const order = r % 2 === 0 ? Object.entries(contenders) : Object.entries(contenders).reverse();
   const inRound: Record<string, number> = {};
   for (const [name, pair] of order) inRound[name] = await round(pair);
   for (const [name, ms] of Object.entries(inRound)) times[name]?.push(ms);
-  ratios.push((inRound['padlock recipe'] ?? 0) / (inRound['bare recipe (create, list, delete)'] ?? 1));
+  ratios.push((inRound['padlock recipe'] ?? 0) / (inRound[BARE] ?? 1));
+  padlockRatios.push((inRound['padlock mutex (Padlock)'] ?? 0) / (inRound[BARE] ?? 1));
 }
 console.log('| ZooKeeper, 3 servers, uncontended | ms per acquire+release (median of rounds) | spread (min–max) |');
 console.log('| --- | --- | --- |');
@@ -76,5 +88,7 @@ for (const [name, list] of Object.entries(times)) {
   console.log(`| ${name} | ${median(list).toFixed(2)} | ${Math.min(...list).toFixed(2)}–${Math.max(...list).toFixed(2)} |`);
 }
 console.log(`\npadlock recipe ÷ bare recipe, paired per round: median ${median(ratios).toFixed(2)}× (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`);
+console.log(`padlock mutex (Padlock) ÷ bare recipe, paired per round: median ${median(padlockRatios).toFixed(2)}× (${Math.min(...padlockRatios).toFixed(2)}–${Math.max(...padlockRatios).toFixed(2)})`);
+await padlock.close();
 client.close();
 await ensemble.stop();
