@@ -13,7 +13,7 @@ import { LockLostError, Padlock, ZooKeeperUnavailableError } from '../src/index.
 import { monotonicNow } from '../src/clock.js';
 import { connect, delay, startServer } from './harness/redis.js';
 import { forkFixture } from './harness/children.js';
-import { startZooKeeper, type Ensemble } from './harness/zookeeper.js';
+import { fourLetters, startZooKeeper, type Ensemble } from './harness/zookeeper.js';
 import { closeClient, zooKeeperClient } from './harness/zookeeper-store-target.js';
 import { check, describeReport, isSafe } from './safety/checker.js';
 import { FencedStore } from './safety/fenced-store.js';
@@ -58,6 +58,12 @@ async function assertSafe(store: FencedStore, records: readonly SectionRecord[])
   const report = check({ sections: records, store: await store.log(), finalValue: await store.value(), expectedSections: records.length });
   assert.ok(isSafe(report), describeReport(report));
   assert.equal(report.overlaps.length, 0);
+}
+
+/** How many clients `port`'s server serves (`cons`, less the connection asking). */
+async function clientsOf(port: number): Promise<number> {
+  const lines = ((await fourLetters(port, 'cons')) ?? '').split('\n').filter((line) => line.trim().startsWith('/127.0.0.1:'));
+  return Math.max(0, lines.length - 1);
 }
 
 /** The first message of `type` a child sends. */
@@ -131,9 +137,12 @@ describe('padlock on a 3-server ZooKeeper ensemble under faults', { timeout: 120
     const workers = [padlockOn(ensemble), padlockOn(ensemble), padlockOn(ensemble)];
     const lost: unknown[] = [];
     for (const padlock of workers) padlock.on('lost', (error) => lost.push(error));
+    // Connected first; the follower killed is the one serving most of them (so some must reconnect).
+    for (const padlock of workers) await (await padlock.mutex('zkf:warm').acquire()).release();
     const leader = await ensemble.leader();
-    const follower = ensemble.servers.find((s) => s !== leader);
-    assert.ok(follower !== undefined);
+    const followers = await Promise.all(ensemble.servers.filter((s) => s !== leader).map(async (server) => ({ server, clients: await clientsOf(server.port) })));
+    const follower = followers.sort((x, y) => y.clients - x.clients)[0]?.server;
+    assert.ok(follower !== undefined && (followers[0]?.clients ?? 0) > 0, 'a follower serves some of the workers');
     const work = workers.map(async (padlock, w) => {
       for (let i = 0; i < 6; i++) await section(padlock, store, 'zkf:follower', w, i, records, () => delay(20));
     });
