@@ -32,3 +32,4 @@ export {
 } from './errors.js';
 export type { RedisClient, IoredisLikeClient, NodeRedisLikeClient } from './redis/clients.js';
 export type { EtcdClientLike } from './stores/etcd/etcd-client-check.js';
+export type { ZooKeeperClientLike } from './stores/zookeeper/check-client.js';

@@ -8,6 +8,7 @@ import type { MeterProviderLike } from './observability/otel-types.js';
 import { connectionFor, type RedisClient } from './redis/clients.js';
 import { checkEtcdClient, type EtcdClientLike } from './stores/etcd/etcd-client-check.js';
 import type { CommandConnection } from './redis/connection.js';
+import { checkZooKeeperClient, type ZooKeeperClientLike } from './stores/zookeeper/check-client.js';
 import { resolveRecordTimings, type RecordTimingsOptions, type ResolvedRecordTimings } from './timings-recorder.js';
 
 /** Longest timer Node can schedule; longer leases and waits are refused rather than silently cut. */
@@ -52,6 +53,15 @@ export interface PadlockOptions {
    * @example new Padlock({ etcd: new Etcd3({ hosts: ['10.0.0.1:2379', '10.0.0.2:2379', '10.0.0.3:2379'] }) })
    */
   etcd?: EtcdClientLike | undefined;
+  /**
+   * Instead of `redis`: a ZooKeeper client of `node-zookeeper-client` (`zookeeper.createClient(hosts)`,
+   * connected or not yet: padlock waits up to `replyTimeoutMs` for its `connected`). Every lock kind;
+   * `mutex` and `fairMutex` are both FIFO; a lock lives while its holder's session does, and a
+   * session lost tells every hold (see docs/zookeeper.md). The Redis-only options are refused beside
+   * it. padlock never closes the client; `close()` removes the znodes this Padlock still has.
+   * @example new Padlock({ zookeeper: zookeeper.createClient('127.0.0.1:2181') })
+   */
+  zookeeper?: ZooKeeperClientLike | undefined;
   /**
    * Prefix of every key and channel: 1–64 characters of `A–Z a–z 0–9 _ . : -`.
    * @default 'padlock'
@@ -271,10 +281,13 @@ export function checkLeaseMs(option: string, value: unknown): number {
 }
 
 /** The options that name a store: exactly one is given. */
-const STORE_OPTIONS = ['redis', 'etcd'] as const;
+const STORE_OPTIONS = ['redis', 'zookeeper', 'etcd'] as const;
 
 /** The store a Padlock was given, its client(s) checked. */
-export type StoreOption = { readonly kind: 'redis'; readonly redis: CommandConnection | readonly CommandConnection[] } | { readonly kind: 'etcd'; readonly client: EtcdClientLike };
+export type StoreOption =
+  | { readonly kind: 'redis'; readonly redis: CommandConnection | readonly CommandConnection[] }
+  | { readonly kind: 'zookeeper'; readonly client: ZooKeeperClientLike }
+  | { readonly kind: 'etcd'; readonly client: EtcdClientLike };
 
 /** Options that only the Redis store reads: refused (named) beside another store. */
 const REDIS_ONLY_OPTIONS = ['replicas', 'livenessMs', 'reapDeadHolders', 'recordTimings'] as const;
@@ -312,6 +325,7 @@ export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions 
   if (given.length !== 1) {
     throw new PadlockOptionError(given.length === 0 ? 'redis' : given.join(' and '), `one store: exactly one of ${STORE_OPTIONS.join(', ')}`, given.length === 0 ? undefined : '(several given)');
   }
+  if (options.zookeeper !== undefined) return resolveOtherStore(options, { kind: 'zookeeper', client: checkZooKeeperClient(options.zookeeper) }, 'ZooKeeper');
   if (options.etcd !== undefined) return resolveOtherStore(options, { kind: 'etcd', client: checkEtcdClient(options.etcd) }, 'etcd');
   const { redis, prefix = 'padlock', leaseMs = 30_000, replyTimeoutMs = 5_000, replicas, releaseOnExit = false, drainMs = DEFAULT_DRAIN_MS, livenessMs = 10_000, reapDeadHolders = false } = options;
   const masters = Array.isArray(redis) ? checkMasters(redis as unknown[]) : undefined;

@@ -6,11 +6,14 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Etcd3 } from 'etcd3';
+import type { Client as ZooKeeperClient } from 'node-zookeeper-client';
 import { LockLostError, Padlock, type Lease } from '../src/index.js';
 import type { ListReport } from '../src/cli/list.js';
 import type { ReleaseReport } from '../src/cli/release.js';
 import { assertOneLineError, runBin } from './harness/cli.js';
 import { startEtcd } from './harness/etcd.js';
+import { startZooKeeper } from './harness/zookeeper.js';
+import { closeClient, zooKeeperClient } from './harness/zookeeper-store-target.js';
 
 /** Resolves once `check()` holds, or fails after `ms`. */
 async function eventually(check: () => boolean, what: string, ms = 15_000): Promise<void> {
@@ -101,4 +104,21 @@ operatorCommands('etcd', async () => {
     },
   };
   return etcd;
+});
+
+let zk: StoreUnderTest | undefined;
+operatorCommands('ZooKeeper', async () => {
+  if (zk !== undefined) return zk;
+  const ensemble = await startZooKeeper(1);
+  const clients: ZooKeeperClient[] = [];
+  after(() => clients.forEach((c) => closeClient(c)));
+  zk = {
+    flag: ['--zookeeper', ensemble.connectString],
+    padlock: (prefix) => {
+      const client = zooKeeperClient(ensemble);
+      clients.push(client);
+      return new Padlock({ zookeeper: client, prefix, leaseMs: 3_000 });
+    },
+  };
+  return zk;
 });

@@ -10,9 +10,10 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { LockLostError, LockNotHeldError, LockTimeoutError, LockUpgradeError, PermitLimitError, type Lease, type Padlock } from '../src/index.js';
 import { etcdSingle } from './harness/etcd-store-target.js';
 import { redisSingle } from './harness/redis-store-target.js';
+import { zookeeperStandalone } from './harness/zookeeper-store-target.js';
 import type { StartedStore, StoreFreeOptions, StoreTarget } from './harness/store-target.js';
 
-const STORES: readonly StoreTarget[] = [redisSingle, etcdSingle];
+const STORES: readonly StoreTarget[] = [redisSingle, zookeeperStandalone, etcdSingle];
 
 /** Resolves once `check()` holds, or fails after `ms`. */
 async function eventually(check: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {

@@ -79,7 +79,7 @@ function hostsOf(flag: string, value: string): string[] {
 }
 
 interface OpenedStore {
-  readonly option: { readonly zookeeper: unknown } | { readonly etcd: import('etcd3').Etcd3 };
+  readonly option: { readonly zookeeper: import('node-zookeeper-client').Client } | { readonly etcd: import('etcd3').Etcd3 };
   readonly description: string;
   close(): void;
 }

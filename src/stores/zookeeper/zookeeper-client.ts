@@ -1,0 +1,155 @@
+/**
+ * The few ZooKeeper operations the lock recipes use, as promises over a `node-zookeeper-client`
+ * client, with ZooKeeper's error codes kept (a recipe branches on "no node", "node exists", "not
+ * empty"). Requests are written to the one session socket in the order they are made, so two calls
+ * made without awaiting in between share a round trip.
+ */
+import type { Client, Stat } from 'node-zookeeper-client';
+
+// Types only: node-zookeeper-client is the application's (an optional peer), never loaded by padlock
+// itself, so its constants are ZooKeeper's own wire values, written out here.
+/** ZooKeeper's create modes (the protocol's values). */
+const CreateMode = { PERSISTENT: 0, EPHEMERAL_SEQUENTIAL: 3 } as const;
+
+/** ZooKeeper's error codes the recipes tell apart (the protocol's values). */
+export const ZK = {
+  connectionLoss: -4,
+  noNode: -101,
+  badVersion: -103,
+  nodeExists: -110,
+  notEmpty: -111,
+  sessionExpired: -112,
+} as const;
+
+/** The code of an error node-zookeeper-client made from ZooKeeper's answer (or of a lost connection); `undefined` for any other error. */
+export function zkCode(error: unknown): number | undefined {
+  const getCode = (error as { getCode?: unknown } | null)?.getCode;
+  return error instanceof Error && typeof getCode === 'function' ? (getCode.call(error) as number) : undefined;
+}
+
+/** A znode's creation zxid as a number: the ensemble-wide, strictly increasing id of the write that made it. */
+export function creationZxid(stat: Stat): number {
+  // 64 bits: the leader's epoch (high 32) and a counter. Exact as a double while the epoch is below
+  // 2^21 (two million leader elections).
+  return stat.czxid.readUInt32BE(0) * 2 ** 32 + stat.czxid.readUInt32BE(4);
+}
+
+/** One child of a lock's znode, by its name and sequence number. */
+export interface Child {
+  readonly name: string;
+  /** The sequence number ZooKeeper appended: the order of creation under the parent. */
+  readonly sequence: number;
+}
+
+/** Reads `<prefix>-<10 digits>` into a child; `undefined` for a name that is not padlock's. */
+export function parseChild(name: string): Child | undefined {
+  const match = /-(\d{10})$/.exec(name);
+  return match === null ? undefined : { name, sequence: Number(match[1]) };
+}
+
+/** The promise-returning face of one `node-zookeeper-client` client. */
+export class ZooKeeperOps {
+  constructor(readonly client: Client) {}
+
+  /** Creates an ephemeral sequential child `<parent>/<stem>-NNNNNNNNNN`; resolves with its path. */
+  createSequential(parent: string, stem: string, data: Buffer): Promise<string> {
+    return new Promise((resolve, reject) => {
+      this.client.create(`${parent}/${stem}-`, data, CreateMode.EPHEMERAL_SEQUENTIAL, (error, path) => (error ? reject(error) : resolve(path)));
+    });
+  }
+
+  /**
+   * Creates `parent` (persistent) and its first child `<stem>-0000000000` in one transaction;
+   * rejects with "node exists" when the parent is there already.
+   */
+  createWithParent(parent: string, stem: string, data: Buffer): Promise<string> {
+    return new Promise((resolve, reject) => {
+      this.client
+        .transaction()
+        .create(parent, CreateMode.PERSISTENT)
+        .create(`${parent}/${stem}-`, data, CreateMode.EPHEMERAL_SEQUENTIAL)
+        .commit((error, results: { path?: string }[]) => (error ? reject(error) : resolve(results[1]?.path ?? '')));
+    });
+  }
+
+  /** Creates a persistent node and its missing ancestors; resolves when it exists. */
+  ensurePath(path: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.client.mkdirp(path, CreateMode.PERSISTENT, (error) => (error && zkCode(error) !== ZK.nodeExists ? reject(error) : resolve()));
+    });
+  }
+
+  /** The node's stat, or `undefined` when it does not exist; `watch` is called once on its next change. */
+  exists(path: string, watch?: () => void): Promise<Stat | undefined> {
+    return new Promise((resolve, reject) => {
+      const done = (error: unknown, stat: Stat | null): void => (error ? reject(error) : resolve(stat ?? undefined));
+      if (watch === undefined) this.client.exists(path, done);
+      else this.client.exists(path, () => watch(), done);
+    });
+  }
+
+  /** The node's children's names, or `undefined` when the node does not exist. */
+  children(path: string): Promise<string[] | undefined> {
+    return new Promise((resolve, reject) => {
+      this.client.getChildren(path, (error, names) => (error ? (zkCode(error) === ZK.noNode ? resolve(undefined) : reject(error)) : resolve(names)));
+    });
+  }
+
+  /** The node's data and stat, or `undefined` when it does not exist. */
+  data(path: string): Promise<{ data: Buffer; stat: Stat } | undefined> {
+    return new Promise((resolve, reject) => {
+      this.client.getData(path, (error, data, stat) => (error ? (zkCode(error) === ZK.noNode ? resolve(undefined) : reject(error)) : resolve({ data: data ?? Buffer.alloc(0), stat })));
+    });
+  }
+
+  /** Replaces the node's data if its version is still `version`. */
+  setData(path: string, data: Buffer, version: number): Promise<Stat> {
+    return new Promise((resolve, reject) => {
+      this.client.setData(path, data, version, (error, stat) => (error ? reject(error) : resolve(stat)));
+    });
+  }
+
+  /** Deletes the node if its data version is still `version` (−1: any); false when it was gone. */
+  remove(path: string, version = -1): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.client.remove(path, version, (error) => (error ? (zkCode(error) === ZK.noNode ? resolve(false) : reject(error)) : resolve(true)));
+    });
+  }
+
+  /**
+   * Deletes `child` and, in the same transaction, its parent when that leaves it empty; when others
+   * are queued there (not empty), deletes the child alone. False when the child was gone. With a
+   * `version`, rejects with "bad version" when the child's data changed since.
+   */
+  async removeWithParent(child: string, parent: string, version = -1): Promise<boolean> {
+    if (version === 0) return this.#removeThenParent(child, parent, 0);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        this.client
+          .transaction()
+          .remove(child, version)
+          .remove(parent, -1)
+          .commit((error) => (error ? reject(error) : resolve()));
+      });
+      return true;
+    } catch (error) {
+      const code = zkCode(error);
+      // Others are queued: the child goes alone, and the parent after it in case they left meanwhile.
+      if (code === ZK.notEmpty) return this.#removeThenParent(child, parent, version);
+      if (code === ZK.noNode) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Deletes `child`, with the parent's delete sent right behind it on the same socket (one round
+   * trip): it fails harmlessly when others are queued or the child's delete failed, and the last
+   * child to go, whoever sent it, is always followed by such a delete. Also for a `version` of 0,
+   * which node-zookeeper-client's transaction reads as "any" (`version || -1`).
+   */
+  #removeThenParent(child: string, parent: string, version: number): Promise<boolean> {
+    const removed = this.remove(child, version);
+    void this.remove(parent, -1).catch(() => false);
+    return removed;
+  }
+}

@@ -1,0 +1,216 @@
+/**
+ * padlock on a 3-server ZooKeeper ensemble under faults, judged by the safety checker (test/safety):
+ * every critical section reads and writes a fenced counter (in Redis) with its lease's fence, and
+ * the checker finds no two valid holds overlapping, no stale write accepted, no lost update.
+ *
+ * Rows: the leader killed while a lock is held; a follower killed; a majority lost; a holder process
+ * killed; a holder process frozen past its session.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Client } from 'node-zookeeper-client';
+import { LockLostError, Padlock, ZooKeeperUnavailableError } from '../src/index.js';
+import { monotonicNow } from '../src/clock.js';
+import { connect, delay, startServer } from './harness/redis.js';
+import { forkFixture } from './harness/children.js';
+import { fourLetters, startZooKeeper, type Ensemble } from './harness/zookeeper.js';
+import { closeClient, zooKeeperClient } from './harness/zookeeper-store-target.js';
+import { check, describeReport, isSafe } from './safety/checker.js';
+import { FencedStore } from './safety/fenced-store.js';
+import { fromWire, type SectionRecord, type WireSection } from './safety/records.js';
+
+/** The session time-out of every client here: a dead holder blocks its lock this long at most. */
+const SESSION_MS = 3_000;
+
+const clients: Client[] = [];
+const padlocks: Padlock[] = [];
+
+function padlockOn(ensemble: Ensemble, options: { replyTimeoutMs?: number } = {}): Padlock {
+  const client = zooKeeperClient(ensemble, SESSION_MS);
+  clients.push(client);
+  const padlock = new Padlock({ zookeeper: client, replyTimeoutMs: options.replyTimeoutMs });
+  padlocks.push(padlock);
+  return padlock;
+}
+
+const now = (): bigint => process.hrtime.bigint();
+
+/** One critical section on lock `name` through `padlock`: read, `hold`, write, release; recorded for the checker. */
+async function section(padlock: Padlock, store: FencedStore, name: string, worker: number, seq: number, records: SectionRecord[], hold: () => Promise<void> = () => delay(5)): Promise<number> {
+  const waitStartedAt = now();
+  const lease = await padlock.mutex(name).acquire();
+  const acquiredAt = now();
+  let validUntil: bigint | null = null;
+  const read = await store.read(lease.fence, lease.owner);
+  await hold();
+  const stamp = now();
+  if (lease.isHeld) validUntil = stamp;
+  const wrote = await store.write(lease.fence, lease.owner, read.value);
+  const lost = lease.signal.aborted ? String((lease.signal.reason as { reason?: string }).reason) : null;
+  let releaseError: string | null = null;
+  await lease.release().catch((error: unknown) => (releaseError = (error as Error).name));
+  records.push({ worker, slot: 0, seq, owner: lease.owner, fence: lease.fence, waitStartedAt, acquiredAt, validUntil, releasedAt: now(), read: read.accepted ? 'ok' : 'refused', write: wrote.accepted ? 'ok' : 'refused', lost, releaseError });
+  return lease.fence;
+}
+
+/** The checker's verdict on `records` and the store: safe, or the findings. */
+async function assertSafe(store: FencedStore, records: readonly SectionRecord[]): Promise<void> {
+  const report = check({ sections: records, store: await store.log(), finalValue: await store.value(), expectedSections: records.length });
+  assert.ok(isSafe(report), describeReport(report));
+  assert.equal(report.overlaps.length, 0);
+}
+
+/** How many clients `port`'s server serves (`cons`, less the connection asking). */
+async function clientsOf(port: number): Promise<number> {
+  const lines = ((await fourLetters(port, 'cons')) ?? '').split('\n').filter((line) => line.trim().startsWith('/127.0.0.1:'));
+  return Math.max(0, lines.length - 1);
+}
+
+/** The first message of `type` a child sends. */
+function message<T>(child: ReturnType<typeof forkFixture>, type: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const listen = (m: unknown): void => {
+      if ((m as { type?: string }).type !== type) return;
+      child.off('message', listen);
+      resolve(m as T);
+    };
+    child.on('message', listen);
+    child.once('exit', (code, signal) => reject(new Error(`holder exited (${code ?? signal}) before '${type}'`)));
+  });
+}
+
+describe('padlock on a 3-server ZooKeeper ensemble under faults', { timeout: 120_000 }, () => {
+  let ensemble: Ensemble;
+  let redisPort: number;
+  let redis: ReturnType<typeof connect>;
+  before(async () => {
+    const [zk, server] = await Promise.all([startZooKeeper(3), startServer()]);
+    ensemble = zk;
+    redisPort = server.port;
+    redis = connect(server);
+  });
+  after(async () => {
+    await Promise.all(padlocks.splice(0).map((p) => p.close({ drainMs: 0 })));
+    for (const client of clients.splice(0)) closeClient(client);
+  });
+
+  /** Restarts every server that is down or frozen, and waits for a leader. */
+  async function heal(): Promise<void> {
+    for (const server of ensemble.servers) if (!server.running) server.resume();
+    await Promise.all(ensemble.servers.map((s) => s.start()));
+    await ensemble.leader();
+  }
+
+  it('the leader killed while a lock is held: the holder keeps it, a waiter is served after its release, with a greater fence', async () => {
+    const store = new FencedStore(redis, 'zkf:leader');
+    await store.reset('checked');
+    const records: SectionRecord[] = [];
+    const holder = padlockOn(ensemble);
+    const waiter = padlockOn(ensemble);
+    const lost: unknown[] = [];
+    holder.on('lost', (error) => lost.push(error));
+    let waiterFence = 0;
+    const held = section(holder, store, 'zkf:leader', 1, 0, records, async () => {
+      // Both Padlocks queue, then the leader dies; the holder holds through the election.
+      await delay(200);
+      await (await ensemble.leader()).kill();
+      await ensemble.leader();
+      await delay(SESSION_MS);
+    });
+    const waited = (async () => {
+      await delay(100);
+      waiterFence = await section(waiter, store, 'zkf:leader', 2, 0, records);
+    })();
+    const holderFence = await held;
+    await waited;
+    assert.deepEqual(lost, [], 'the holder was told nothing');
+    assert.equal(records[0]?.fence, holderFence, 'the holder finished first');
+    assert.ok(waiterFence > holderFence, `fence ${waiterFence} after ${holderFence}, across the leader change`);
+    await assertSafe(store, records);
+    await heal();
+  });
+
+  it('a follower killed: nothing is noticed (every section served, no loss), sections stay exclusive', async () => {
+    const store = new FencedStore(redis, 'zkf:follower');
+    await store.reset('checked');
+    const records: SectionRecord[] = [];
+    const workers = [padlockOn(ensemble), padlockOn(ensemble), padlockOn(ensemble)];
+    const lost: unknown[] = [];
+    for (const padlock of workers) padlock.on('lost', (error) => lost.push(error));
+    // Connected first; the follower killed is the one serving most of them (so some must reconnect).
+    for (const padlock of workers) await (await padlock.mutex('zkf:warm').acquire()).release();
+    const leader = await ensemble.leader();
+    const followers = await Promise.all(ensemble.servers.filter((s) => s !== leader).map(async (server) => ({ server, clients: await clientsOf(server.port) })));
+    const follower = followers.sort((x, y) => y.clients - x.clients)[0]?.server;
+    assert.ok(follower !== undefined && (followers[0]?.clients ?? 0) > 0, 'a follower serves some of the workers');
+    const work = workers.map(async (padlock, w) => {
+      for (let i = 0; i < 6; i++) await section(padlock, store, 'zkf:follower', w, i, records, () => delay(20));
+    });
+    await delay(150);
+    await follower.kill();
+    await Promise.all(work);
+    assert.deepEqual(lost, []);
+    assert.equal(records.length, 18);
+    await assertSafe(store, records);
+    await heal();
+  });
+
+  it('a majority lost: an acquire fails typed within a bound; a held lease is told once its session would have expired; the lock is free again once a quorum is back', async () => {
+    const holder = padlockOn(ensemble);
+    const other = padlockOn(ensemble, { replyTimeoutMs: 1_000 });
+    const lease = await holder.mutex('zkf:majority').acquire();
+    const told = new Promise<unknown>((resolve) => lease.signal.addEventListener('abort', () => resolve(lease.signal.reason)));
+    const leader = await ensemble.leader();
+    const lostAt = monotonicNow();
+    await Promise.all(ensemble.servers.filter((s) => s !== leader).map((s) => s.kill()));
+    const started = monotonicNow();
+    await assert.rejects(other.mutex('zkf:majority-other').acquire({ waitMs: 2_000 }), ZooKeeperUnavailableError);
+    assert.ok(monotonicNow() - started < 10_000, 'typed failure within a bound');
+    const reason = await told;
+    assert.ok(reason instanceof LockLostError, String(reason));
+    assert.ok(monotonicNow() - lostAt < SESSION_MS + 5_000, 'told within the session time-out (and a margin for a loaded machine)');
+    await heal();
+    const next = await other.mutex('zkf:majority').acquire({ waitMs: 30_000 });
+    assert.ok(next.fence > lease.fence);
+    await next.release();
+  });
+
+  it('a holder process killed: its waiter is served once its session expires, with a greater fence', async () => {
+    const store = new FencedStore(redis, 'zkf:killed');
+    await store.reset('checked');
+    const child = forkFixture('zookeeper-padlock-holder', [ensemble.connectString, String(SESSION_MS), String(redisPort), 'zkf:killed']);
+    const held = await message<{ fence: number }>(child, 'held');
+    const waiter = padlockOn(ensemble);
+    const killedAt = monotonicNow();
+    child.kill('SIGKILL');
+    const records: SectionRecord[] = [];
+    const fence = await section(waiter, store, 'zkf:killed', 1, 0, records);
+    assert.ok(monotonicNow() - killedAt < SESSION_MS + 5_000, 'served within the session time-out (and a margin)');
+    assert.ok(fence > held.fence);
+    await assertSafe(store, records);
+  });
+
+  it('a holder frozen past its session: a waiter is served meanwhile; the holder is told on resume, and its late fenced write is refused', async () => {
+    const store = new FencedStore(redis, 'zkf:frozen');
+    await store.reset('checked');
+    const child = forkFixture('zookeeper-padlock-holder', [ensemble.connectString, String(SESSION_MS), String(redisPort), 'zkf:frozen']);
+    const held = await message<{ fence: number }>(child, 'held');
+    const lost = message<{ code: string }>(child, 'lost');
+    child.kill('SIGSTOP');
+    const records: SectionRecord[] = [];
+    try {
+      const fence = await section(padlockOn(ensemble), store, 'zkf:frozen', 1, 0, records);
+      assert.ok(fence > held.fence);
+    } finally {
+      child.kill('SIGCONT');
+    }
+    assert.equal((await lost).code, 'LOCK_LOST', 'told on resume');
+    const wrote = message<{ accepted: boolean; section: WireSection }>(child, 'wrote');
+    child.send('write');
+    const late = await wrote;
+    assert.equal(late.accepted, false, 'the late write is refused by its fence');
+    records.push(fromWire(late.section));
+    await assertSafe(store, records);
+    child.kill('SIGKILL');
+  });
+});
