@@ -119,3 +119,17 @@ export function globMatches(pattern: string, name: string): boolean {
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 }
+
+/** A lock name as a store escaped it into one path segment (`encodeURIComponent`); a segment padlock did not write is kept as it is. */
+export function decodeName(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+/** Catalog order: by name, then kind. */
+export function byNameThenKind(a: CatalogLock, b: CatalogLock): number {
+  return a.name === b.name ? a.kind.localeCompare(b.kind) : a.name < b.name ? -1 : 1;
+}

@@ -3,7 +3,7 @@
  * linearizable range read of all of padlock's keys, each lock's queue judged by the same rules its
  * waiters use (etcd-queue.ts). A lock's holders' lease time is their lease's TTL as etcd says it.
  */
-import type { CatalogEntry, CatalogLock, LockCatalog } from '../../catalog.js';
+import { byNameThenKind, decodeName, type CatalogEntry, type CatalogLock, type LockCatalog } from '../../catalog.js';
 import type { LockKind } from '../../inspection.js';
 import type { EtcdOps, Entry } from './etcd-client.js';
 import { leaseIdOfKey } from './etcd-lock.js';
@@ -26,13 +26,13 @@ export class EtcdCatalog implements LockCatalog {
     for (const entry of view?.entries ?? []) {
       const [family = '', escaped = '', ...rest] = entry.name.split('/');
       if (family === 'limit' && rest.length === 0) {
-        limits.set(decode(escaped), Number(entry.value));
+        limits.set(decodeName(escaped), Number(entry.value));
         continue;
       }
       if (KINDS[family] === undefined || rest.length !== 1) continue;
       const id = `${family}/${escaped}`;
       let group = groups.get(id);
-      if (group === undefined) groups.set(id, (group = { family, name: decode(escaped), entries: [] }));
+      if (group === undefined) groups.set(id, (group = { family, name: decodeName(escaped), entries: [] }));
       group.entries.push({ ...entry, name: rest[0] ?? '' });
     }
     const locks: CatalogLock[] = [];
@@ -55,16 +55,8 @@ export class EtcdCatalog implements LockCatalog {
       const leaseMs = holder?.client == null ? null : await this.ops.leaseRemainingMs(holder.client);
       locks.push({ kind, name, entries: entriesOut, limit: stored ?? null, leaseMs });
     }
-    return locks.sort((a, b) => (a.name === b.name ? a.kind.localeCompare(b.kind) : a.name < b.name ? -1 : 1));
+    return locks.sort(byNameThenKind);
   }
 
   async close(): Promise<void> {}
-}
-
-function decode(escaped: string): string {
-  try {
-    return decodeURIComponent(escaped);
-  } catch {
-    return escaped;
-  }
 }

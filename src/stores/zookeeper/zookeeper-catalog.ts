@@ -4,7 +4,7 @@
  * its waiters use (znode-queue.ts). A holder's fence is its child's creation zxid; its lease is its
  * session, of which nothing can be said from outside (`leaseMs` null).
  */
-import type { CatalogEntry, CatalogLock, LockCatalog } from '../../catalog.js';
+import { byNameThenKind, decodeName, type CatalogEntry, type CatalogLock, type LockCatalog } from '../../catalog.js';
 import type { LockKind } from '../../inspection.js';
 import { creationZxid, type ZooKeeperOps } from './zookeeper-client.js';
 import { limitIn } from './zookeeper-lock.js';
@@ -26,10 +26,10 @@ export class ZooKeeperCatalog implements LockCatalog {
     for (const kind of FAMILIES) {
       const family = `${this.root}/${kind}`;
       const names = (await this.ops.children(family)) ?? [];
-      const read = await Promise.all(names.map((segment) => this.#lock(kind, `${family}/${segment}`, decode(segment))));
+      const read = await Promise.all(names.map((segment) => this.#lock(kind, `${family}/${segment}`, decodeName(segment))));
       for (const lock of read) if (lock !== undefined) locks.push(lock);
     }
-    return locks.sort((a, b) => (a.name === b.name ? a.kind.localeCompare(b.kind) : a.name < b.name ? -1 : 1));
+    return locks.sort(byNameThenKind);
   }
 
   /** One lock's queue, read; `undefined` when it is gone or has nobody in it. */
@@ -64,12 +64,4 @@ export class ZooKeeperCatalog implements LockCatalog {
 function sessionOf(stat: { readonly ephemeralOwner: Buffer }): string | null {
   const hex = stat.ephemeralOwner.toString('hex');
   return /^0+$/.test(hex) ? null : `0x${hex.replace(/^0+/, '')}`;
-}
-
-function decode(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
 }
