@@ -13,7 +13,9 @@
 import type { LockCatalog } from './catalog.js';
 import type { StoreUnavailableError } from './errors.js';
 import type { Hold } from './hold.js';
-import type { Lock } from './locks/lock.js';
+import type { Grant, Lock } from './locks/lock.js';
+import type { ResolvedAcquireOptions } from './options.js';
+import type { WaitScope } from './wait-scope.js';
 import type { ReadWriteLock } from './locks/read-write-lock.js';
 import type { SemaphoreLock } from './locks/semaphore-lock.js';
 import type { Shared } from './shared.js';
@@ -51,6 +53,13 @@ export interface Store {
   refuses(kind: LockKindName): string | undefined;
   /** A reentrant mutex named `name` (checked by the caller). `multi` is made of these. */
   mutex(shared: Shared, name: string): Lock;
+  /**
+   * Takes fresh holds of every one of `locks` (mutexes this store made, in canonical order) for
+   * `owner`, all or none, in one step where the store can (etcd: one transaction), waiting within
+   * `scope` as a lock's own take does; one grant per lock, in order. Absent: `multi` takes the names
+   * one after another in canonical order (every store can).
+   */
+  takeAll?(locks: readonly Lock[], owner: string, options: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant[]>;
   /** A FIFO-fair reentrant mutex. */
   fairMutex(shared: Shared, name: string): Lock;
   /** A read/write lock's two sides. */

@@ -127,6 +127,28 @@ describe('padlock on etcd (one member)', { timeout: 60_000 }, () => {
     assert.deepEqual(await keysLeft(), []);
   });
 
+  it('multi takes every name in one transaction: one create revision for all (equal fences), none while one name is held, and waits as one', async () => {
+    const [a, b] = [padlock(), padlock()];
+    const revisionBefore = Number((await reader.maintenance.status()).header.revision);
+    const all = await a.multi(['m:a', 'm:b', 'm:c']).acquire();
+    const fences = [...all.fences.values()];
+    assert.equal(new Set(fences).size, 1, `one transaction, one revision for every name: ${fences.join(', ')}`);
+    assert.ok((fences[0] ?? 0) > revisionBefore);
+    // While one name is held elsewhere, a try takes none of them.
+    await all.release();
+    const one = await b.mutex('m:b').acquire();
+    assert.equal(await a.multi(['m:a', 'm:b', 'm:c']).tryAcquire(), null);
+    assert.deepEqual((await keysLeft()).filter((key) => !key.includes('/m%3Ab/')), [], 'no key of the other names was kept');
+    // A wait is one wait: served once the held name is released, all names together.
+    const waiting = a.multi(['m:c', 'm:a', 'm:b']).acquire({ waitMs: 10_000 });
+    await delay(100);
+    await one.release();
+    const later = await waiting;
+    assert.equal(new Set(later.fences.values()).size, 1);
+    await later.release();
+    assert.deepEqual(await keysLeft(), []);
+  });
+
   it('re-enters by owner across two Padlocks: one key, its count 2, the same fence; it is free only once both released', async () => {
     const [a, b, c] = [padlock(), padlock(), padlock()];
     const first = await a.mutex('owned').acquire();

@@ -115,6 +115,20 @@ export abstract class Lock implements Lockable, HoldLock {
     return this.#acquire(options, Infinity, owner);
   }
 
+  /**
+   * @internal Starts tracking a hold the store granted a fresh `owner` together with other locks'
+   * (a multi-lock on a store that takes several names in one step, `Store.takeAll`), renewed first if
+   * it came out of time, and hands out its lease.
+   */
+  async adoptFresh(owner: string, grant: Grant, options: ResolvedAcquireOptions, scope: WaitScope): Promise<Lease> {
+    return this.#newHold(owner, inTime(grant, options.leaseMs) ? grant : await this.#obtainInTime(owner, grant, options, scope), options, scope);
+  }
+
+  /** @internal Gives back a hold the store granted `owner` that no lease was made for (best effort). */
+  abandonFresh(owner: string): void {
+    this.giveBack(owner, 1);
+  }
+
   tryAcquire(options?: AcquireOptions): Promise<Lease | null> {
     return leaseOrNull(this.#acquire(options, 0));
   }

@@ -1,7 +1,8 @@
 /**
  * The multi-lock: one lock over several names, all or nothing. It is made of the mutex's holds of
  * each name, made by the store (so it works wherever the mutex does: its names in any Cluster slots,
- * on Redlock's masters, in a consensus store) and adds only the order: names are taken one after another in one canonical order, so
+ * on Redlock's masters, in a consensus store); a store that can take several names in one step
+ * (etcd: one transaction, `Store.takeAll`) takes a fresh owner's names all at once and adds only the order: names are taken one after another in one canonical order, so
  * that two callers asking for overlapping sets, in whatever order, never wait on each other in a
  * cycle. Each name waits, renews and reports its loss exactly as a mutex does; a failure, time-out
  * or abort part-way gives back every name taken before the call rejects.
@@ -11,6 +12,8 @@ import { LockNotHeldError, LockTimeoutError } from '../errors.js';
 import type { Lease } from '../lease.js';
 import { resolveAcquireOptions, type AcquireOptions, type ResolvedAcquireOptions } from '../options.js';
 import type { Shared } from '../shared.js';
+import type { Store } from '../store.js';
+import { WaitScope } from '../wait-scope.js';
 import { newOwnerToken } from '../tokens.js';
 import type { Lock, Lockable } from './lock.js';
 import { canonicalNames, multiName } from './multi-names.js';
@@ -101,7 +104,12 @@ export class MultiLock implements MultiLockable {
     const owner = opts.owner ?? contextOwner ?? newOwnerToken();
     const taken: Lease[] = [];
     try {
-      for (const [i, mutex] of this.#mutexes.entries()) {
+      // A store that takes several names in one step (etcd: one transaction) takes a fresh owner's
+      // all at once; re-entries, and every other store, go name by name.
+      const takeAll = this.shared.store.takeAll?.bind(this.shared.store);
+      if (takeAll !== undefined && opts.owner === undefined && contextOwner === undefined && this.#mutexes.length > 1) {
+        taken.push(...(await this.#takeAllAtOnce(takeAll, owner, opts)));
+      } else for (const [i, mutex] of this.#mutexes.entries()) {
         const step = this.#stepOptions(opts, startedAt, taken);
         // Re-entry by owner token re-enters every name, as a mutex's does (LockNotHeldError if one is not held).
         taken.push(await (opts.owner !== undefined ? mutex.acquire({ ...step, owner }) : this.#take(mutex, this.#lockKeys[i] ?? '', owner, step)));
@@ -117,6 +125,30 @@ export class MultiLock implements MultiLockable {
       await Promise.allSettled(taken.map((lease) => lease.release()));
       if (error instanceof LockTimeoutError) throw new LockTimeoutError(this.name, monotonicNow() - startedAt);
       throw error;
+    }
+  }
+
+  /** Takes every name for fresh `owner` in one step of the store's; on any failure, nothing is kept. */
+  async #takeAllAtOnce(takeAll: NonNullable<Store['takeAll']>, owner: string, opts: ResolvedAcquireOptions): Promise<Lease[]> {
+    const { runtime, store } = this.shared;
+    const scope = new WaitScope(this.name, opts.waitMs, opts.signal, runtime.closing, store.replyTimeoutMs, store.extraReplyMs, (lock, ms) => store.noReply(lock, ms));
+    try {
+      const grants = await takeAll(this.#mutexes, owner, opts, scope);
+      const leases: Lease[] = [];
+      try {
+        for (const [i, mutex] of this.#mutexes.entries()) {
+          const grant = grants[i];
+          if (grant === undefined) throw new Error(`the store granted ${grants.length} of ${this.#mutexes.length} names`);
+          leases.push(await mutex.adoptFresh(owner, grant, opts, scope));
+        }
+      } catch (error) {
+        for (const mutex of this.#mutexes.slice(leases.length)) mutex.abandonFresh(owner);
+        await Promise.allSettled(leases.map((lease) => lease.release()));
+        throw error;
+      }
+      return leases;
+    } finally {
+      scope.dispose();
     }
   }
 

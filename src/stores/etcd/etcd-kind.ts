@@ -77,23 +77,35 @@ export abstract class EtcdKind extends Lock {
   }
 
   protected async obtain(owner: string, options: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant> {
+    const [grant] = await EtcdKind.takeAll([this], owner, options, scope);
+    if (grant === undefined) throw scope.timeout();
+    return grant;
+  }
+
+  /**
+   * Takes a fresh hold of every one of `kinds` (locks of one store) for `owner`, all or none: their
+   * keys are created in one transaction and held once each is at the front of its queue
+   * (`EtcdLock.takeAll`), waiting within `scope`. A wait whose lease was lost (its keys are gone with
+   * it) goes on under a fresh lease, at the back of the queues, while it has time.
+   */
+  static async takeAll(kinds: readonly EtcdKind[], owner: string, options: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant[]> {
+    const [first] = kinds;
+    if (first === undefined) return [];
     let sentAt = monotonicNow();
-    let grant: EtcdGrant | null;
+    let grants: EtcdGrant[] | null;
     for (let attempt = 1; ; attempt++) {
       try {
-        grant = await this.recipe.take({ role: this.role, owner, permits: this.permits }, scope, scope.waitMs > 0);
+        grants = await EtcdLock.takeAll(kinds.map((kind) => ({ lock: kind.recipe, request: { role: kind.role, owner, permits: kind.permits } })), scope, scope.waitMs > 0);
         break;
       } catch (error) {
-        // The lease this wait's key lived by was lost (its key is gone with it): the wait goes on
-        // under a fresh lease, at the back of the queue, while it has time.
-        if (!(error instanceof LockNotHeldError) || attempt >= MAX_LEASE_RETRIES || this.etcd.currentLease?.alive === true) throw unavailable(this.name, error);
+        if (!(error instanceof LockNotHeldError) || attempt >= MAX_LEASE_RETRIES || first.etcd.currentLease?.alive === true) throw unavailable(first.name, error);
         scope.check();
         sentAt = monotonicNow();
       }
     }
-    if (grant === null) throw scope.timeout();
-    if (!options.autoExtend) this.etcd.expire(grant.key, options.leaseMs);
-    return this.#grantOf(grant, sentAt);
+    if (grants === null) throw scope.timeout();
+    if (!options.autoExtend) for (const grant of grants) first.etcd.expire(grant.key, options.leaseMs);
+    return Promise.all(grants.map((grant, i) => (kinds[i] ?? first).#grantOf(grant, sentAt)));
   }
 
   /**

@@ -10,7 +10,9 @@ import { bound, monotonicNow, settleWithin } from '../../clock.js';
 import { EtcdUnavailableError } from '../../errors.js';
 import { unavailable } from './etcd-errors.js';
 import type { Hold } from '../../hold.js';
-import type { Lock } from '../../locks/lock.js';
+import type { Grant, Lock } from '../../locks/lock.js';
+import type { ResolvedAcquireOptions } from '../../options.js';
+import type { WaitScope } from '../../wait-scope.js';
 import type { ReadWriteLock } from '../../locks/read-write-lock.js';
 import type { SemaphoreLock } from '../../locks/semaphore-lock.js';
 import type { Shared } from '../../shared.js';
@@ -73,6 +75,15 @@ export class EtcdStore implements Store {
 
   mutex(shared: Shared, name: string): Lock {
     return new EtcdMutex(this.#bind(shared), this, name, 'mutex');
+  }
+
+  /** Several names in one transaction, all or none (`multi`). */
+  takeAll(locks: readonly Lock[], owner: string, options: ResolvedAcquireOptions, scope: WaitScope): Promise<Grant[]> {
+    const kinds = locks.map((lock) => {
+      if (lock instanceof EtcdKind) return lock;
+      throw new TypeError(`lock "${lock.name}" reached the etcd store, which did not make it`);
+    });
+    return EtcdKind.takeAll(kinds, owner, options, scope);
   }
 
   fairMutex(shared: Shared, name: string): Lock {
