@@ -1,11 +1,12 @@
 /**
  * The multi-lock: one lock over several names, all or nothing. It is made of the mutex's holds of
  * each name, made by the store (so it works wherever the mutex does: its names in any Cluster slots,
- * on Redlock's masters, in a consensus store); a store that can take several names in one step
- * (etcd: one transaction, `Store.takeAll`) takes a fresh owner's names all at once and adds only the order: names are taken one after another in one canonical order, so
- * that two callers asking for overlapping sets, in whatever order, never wait on each other in a
- * cycle. Each name waits, renews and reports its loss exactly as a mutex does; a failure, time-out
- * or abort part-way gives back every name taken before the call rejects.
+ * on Redlock's masters, in a consensus store), and adds only the order: names are taken one after
+ * another in one canonical order, so that two callers asking for overlapping sets, in whatever order,
+ * never wait on each other in a cycle. A store that can take several names in one step (etcd: one
+ * transaction, `Store.takeAll`) takes a fresh owner's names all at once instead. Each name waits,
+ * renews and reports its loss exactly as a mutex does; a failure, time-out or abort part-way gives
+ * back every name taken before the call rejects.
  */
 import { monotonicNow } from '../clock.js';
 import { LockNotHeldError, LockTimeoutError } from '../errors.js';
