@@ -17,6 +17,7 @@ import { lockPath, ZooKeeperLock } from '../src/stores/zookeeper/zookeeper-lock.
 import { startEnsemble } from '../test/harness/zookeeper-servers.js';
 import { Padlock } from '../src/index.js';
 import { median } from './stats.js';
+import { bareRecipe } from './zookeeper-bare.js';
 
 const rounds = Number(process.argv[2] ?? 12);
 const roundMs = Number(process.argv[3] ?? 1_500);
@@ -55,11 +56,7 @@ const padlockRecipe = async (): Promise<void> => {
 };
 
 await ops.ensurePath('/bare/bench');
-const bareRecipe = async (): Promise<void> => {
-  const path = await ops.createSequential('/bare/bench', 'lock', Buffer.alloc(0));
-  await ops.children('/bare/bench');
-  await ops.remove(path);
-};
+const bare = bareRecipe(ops, '/bare/bench');
 
 const padlock = new Padlock({ zookeeper: client });
 const mutex = padlock.mutex('bench-padlock');
@@ -69,7 +66,7 @@ const padlockMutex = async (): Promise<void> => {
 };
 
 const BARE = 'bare recipe (create, list, delete)';
-const contenders = { 'padlock mutex (Padlock)': padlockMutex, 'padlock recipe': padlockRecipe, [BARE]: bareRecipe };
+const contenders = { 'padlock mutex (Padlock)': padlockMutex, 'padlock recipe': padlockRecipe, [BARE]: bare };
 const times: Record<string, number[]> = Object.fromEntries(Object.keys(contenders).map((name) => [name, []]));
 const ratios: number[] = [];
 const padlockRatios: number[] = [];
