@@ -31,5 +31,5 @@ export {
   type NodeOutcome,
 } from './errors.js';
 export type { RedisClient, IoredisLikeClient, NodeRedisLikeClient } from './redis/clients.js';
-export type { EtcdClientLike } from './stores/etcd/etcd-client-check.js';
-export type { ZooKeeperClientLike } from './stores/zookeeper/check-client.js';
+export type { EtcdClientLike } from './stores/etcd/etcd-client-like.js';
+export type { ZooKeeperClientLike } from './stores/zookeeper/zookeeper-client-like.js';

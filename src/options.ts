@@ -6,9 +6,9 @@ import { PadlockOptionError } from './errors.js';
 import type { ResolvedMetricsOptions } from './observability/metrics.js';
 import type { MeterProviderLike } from './observability/otel-types.js';
 import { connectionFor, type RedisClient } from './redis/clients.js';
-import { checkEtcdClient, type EtcdClientLike } from './stores/etcd/etcd-client-check.js';
+import { checkEtcdClient, type EtcdClientLike } from './stores/etcd/etcd-client-like.js';
 import type { CommandConnection } from './redis/connection.js';
-import { checkZooKeeperClient, type ZooKeeperClientLike } from './stores/zookeeper/check-client.js';
+import { checkZooKeeperClient, type ZooKeeperClientLike } from './stores/zookeeper/zookeeper-client-like.js';
 import { resolveRecordTimings, type RecordTimingsOptions, type ResolvedRecordTimings } from './timings-recorder.js';
 
 /** Longest timer Node can schedule; longer leases and waits are refused rather than silently cut. */

@@ -42,7 +42,7 @@ describe('debug log (NODE_DEBUG=padlock)', () => {
     const expected = [
       // A fresh server has no script cached: NOSCRIPT, then the EVAL fallback.
       call('acquire.lua', 'evalsha', 'error ReplyError: NOSCRIPT .*'),
-      call('acquire.lua', 'eval', 'acquired fence=\\d+ holdCount=1 pttl=90'),
+      call('acquire.lua', 'eval', 'acquired fence=\\d+ holdCount=1 pttl=600'),
       call('acquire.lua', 'evalsha', 'busy pttl=\\d+'),
       call('renew.lua', '(evalsha|eval)', '\\[\\d+\\]'),
       call('release.lua', '(evalsha|eval)', 'released remaining=0'),

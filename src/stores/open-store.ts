@@ -1,10 +1,13 @@
-/** Opens the store a Padlock's options name (exactly one, checked by options.ts). */
+/**
+ * Opens the store a Padlock's options name (exactly one, checked by options.ts). The consensus
+ * clients were checked by shape there; here they become the library types their stores call.
+ */
 import type { ResolvedPadlockOptions, StoreOption } from '../options.js';
 import type { Store, StoreHost } from '../store.js';
-import { asEtcd3 } from './etcd/etcd-client-check.js';
+import type { Etcd3 } from 'etcd3';
+import type { Client as ZooKeeperClient } from 'node-zookeeper-client';
 import { EtcdStore } from './etcd/etcd-store.js';
 import { RedisStore } from './redis-store.js';
-import { asZooKeeperClient } from './zookeeper/check-client.js';
 import { ZooKeeperStore } from './zookeeper/zookeeper-store.js';
 
 /** The store for `options` (resolved), reporting to `host`. */
@@ -13,8 +16,8 @@ export function openStore(options: ResolvedPadlockOptions & { readonly store: St
     case 'redis':
       return new RedisStore({ ...options, redis: options.store.redis }, host);
     case 'zookeeper':
-      return new ZooKeeperStore({ client: asZooKeeperClient(options.store.client), prefix: options.prefix, replyTimeoutMs: options.replyTimeoutMs }, host);
+      return new ZooKeeperStore({ client: options.store.client as unknown as ZooKeeperClient, prefix: options.prefix, replyTimeoutMs: options.replyTimeoutMs }, host);
     case 'etcd':
-      return new EtcdStore({ ...options, client: asEtcd3(options.store.client) }, host);
+      return new EtcdStore({ ...options, client: options.store.client as unknown as Etcd3 }, host);
   }
 }

@@ -1,21 +1,17 @@
-/** Checks the `etcd` option of `new Padlock(options)`: an `Etcd3` client of the `etcd3` package. */
-import type { Etcd3 } from 'etcd3';
+/**
+ * What the `etcd` option must be, by shape, and its check. This file imports nothing of `etcd3`:
+ * padlock's published types reach it (options.ts), and a project without etcd3 must type-check them.
+ */
 import { PadlockOptionError } from '../../errors.js';
 
-/**
- * What the `etcd` option must be, by shape: an `Etcd3` of the `etcd3` package has it. Declared here,
- * not imported from `etcd3`, so that padlock's published types name no etcd3 type (a project
- * without etcd3 type-checks them as it is).
- */
+/** An `Etcd3` client of the `etcd3` package, as padlock checks it: the services it calls. */
 export interface EtcdClientLike {
+  /** The key-value service (ranges, transactions). */
   readonly kv: object;
+  /** The lease service (grant, keep-alive, revoke). */
   readonly leaseClient: object;
+  /** Starts a watch builder. */
   watch(): unknown;
-}
-
-/** The `Etcd3` a checked {@link EtcdClientLike} is (checked by {@link checkEtcdClient}). */
-export function asEtcd3(client: EtcdClientLike): Etcd3 {
-  return client as unknown as Etcd3;
 }
 
 /**
