@@ -1,15 +1,19 @@
 // Runs before `npm test` and `npm run demo`: makes a fresh machine ready for them.
 // Installs the npm dependencies when node_modules is missing, and redis-server, redis-cli
 // (redis-tools: it creates the test Cluster), redis-sentinel, tmux (the CLI's terminal tests)
-// and chromium (the dashboard's browser tests)
-// from Debian's packages when they are missing and this is a root shell with apt-get; otherwise
+// and chromium (the dashboard's browser tests), and for the tests only, zookeeper with a Java
+// runtime and etcd-server (the consensus stores' tests), from Debian's packages when they are missing and this is a root shell with apt-get; otherwise
 // says what to do.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
 function has(command) {
+  if (command.startsWith('/')) return existsSync(command);
   return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0;
 }
+
+// `npm test` (not `npm run demo`, which needs Redis only) also needs the consensus stores.
+const testing = process.env.npm_lifecycle_event === 'pretest';
 
 function run(command, args) {
   console.log(`prepare: ${command} ${args.join(' ')}`);
@@ -30,6 +34,14 @@ const needed = [
   // The dashboard is tested in a real browser (playwright-core drives Debian's chromium; it downloads
   // none); without it those tests skip.
   ['chromium', 'chromium', false],
+  // ZooKeeper (run from Debian's jar with a Java runtime) and etcd: the consensus stores' tests.
+  ...(testing
+    ? [
+        ['/usr/share/java/zookeeper.jar', 'zookeeper', true],
+        ['java', 'default-jre-headless', true],
+        ['etcd', 'etcd-server', true],
+      ]
+    : []),
 ].filter(([command]) => !has(command));
 if (needed.length > 0) {
   const packages = needed.map(([, name]) => name);
