@@ -6,7 +6,7 @@
  * Rows: the leader killed while a lock is held; a follower killed; a majority lost; a holder process
  * killed; a holder process frozen past its session.
  */
-import { after, before, describe, it } from 'node:test';
+import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Client } from 'node-zookeeper-client';
 import { LockLostError, Padlock, ZooKeeperUnavailableError } from '../src/index.js';
@@ -100,6 +100,8 @@ describe('padlock on a 3-server ZooKeeper ensemble under faults', { timeout: 120
     await Promise.all(ensemble.servers.map((s) => s.start()));
     await ensemble.leader();
   }
+  // A row that fails part-way must not leave the next one a broken ensemble.
+  afterEach(() => heal());
 
   it('the leader killed while a lock is held: the holder keeps it, a waiter is served after its release, with a greater fence', async () => {
     const store = new FencedStore(redis, 'zkf:leader');
@@ -110,7 +112,12 @@ describe('padlock on a 3-server ZooKeeper ensemble under faults', { timeout: 120
     const lost: unknown[] = [];
     holder.on('lost', (error) => lost.push(error));
     let waiterFence = 0;
+    // The waiter starts once the holder holds (on a loaded machine the holder's first call may take
+    // longer than any fixed head start).
+    let holding = (): void => undefined;
+    const holds = new Promise<void>((resolve) => (holding = resolve));
     const held = section(holder, store, 'zkf:leader', 1, 0, records, async () => {
+      holding();
       // Both Padlocks queue, then the leader dies; the holder holds through the election.
       await delay(200);
       await (await ensemble.leader()).kill();
@@ -118,7 +125,7 @@ describe('padlock on a 3-server ZooKeeper ensemble under faults', { timeout: 120
       await delay(SESSION_MS);
     });
     const waited = (async () => {
-      await delay(100);
+      await holds;
       waiterFence = await section(waiter, store, 'zkf:leader', 2, 0, records);
     })();
     const holderFence = await held;
