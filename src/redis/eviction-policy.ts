@@ -104,6 +104,8 @@ export class EvictionPolicyCheck {
   #wasReady = false;
   /** It was ready, then was not: once ready again it may reach another server (a failover). */
   #reconnecting = false;
+  /** The server the client last named as the one it reaches (a Sentinel client's primary). */
+  #lastAddress: string | undefined;
 
   constructor(runner: ScriptRunner, connection: CommandConnection) {
     this.#runner = runner;
@@ -139,6 +141,11 @@ export class EvictionPolicyCheck {
   #followReconnects(): void {
     const ready = this.#connection.status === 'ready';
     if (ready && this.#reconnecting) this.#checked.clear();
+    // A reconnection between two calls is not seen by its status, but a Sentinel client that
+    // followed a failover names another server.
+    const address = this.#connection.address;
+    if (this.#lastAddress !== undefined && address !== this.#lastAddress) this.#checked.clear();
+    this.#lastAddress = address;
     if (ready) {
       this.#wasReady = true;
       this.#reconnecting = false;
