@@ -67,3 +67,13 @@ export function checkPermits(option: string, value: unknown): number {
   }
   return value;
 }
+
+/**
+ * The permits `options` ask (1 when not given, checked), and the options the common lock reads
+ * (without `permits`): a semaphore takes them through its lock for that many permits.
+ */
+export function splitPermits(options: SemaphoreAcquireOptions | undefined): [number, AcquireOptions | undefined] {
+  if (typeof options !== 'object' || options === null || Array.isArray(options) || !('permits' in options)) return [1, options];
+  const { permits, ...rest } = options;
+  return [permits === undefined ? 1 : checkPermits('permits', permits), rest];
+}

@@ -8,7 +8,7 @@ import type { Lease } from '../lease.js';
 import { checkName, type AcquireOptions } from '../options.js';
 import type { Shared } from '../shared.js';
 import type { RedisContext } from '../stores/redis-store.js';
-import { checkPermits, type SemaphoreAcquireOptions, type SemaphoreLock } from './semaphore-lock.js';
+import { checkPermits, splitPermits, type SemaphoreAcquireOptions, type SemaphoreLock } from './semaphore-lock.js';
 import type { SemaphoreInspectReply } from '../scripts/index.js';
 import { firstUse, limitDisagreement, rememberStored, storedBy, warnLimitDisagreement } from './semaphore-limits.js';
 import { semaphoreKeys, SemaphoreProtocol } from './semaphore-protocol.js';
@@ -101,9 +101,8 @@ export class Semaphore implements SemaphoreLock {
 
   /** The lock for the permits `options` ask, and the options the common lock reads (without `permits`). */
   #split(options: SemaphoreAcquireOptions | undefined): [SemaphorePermits, AcquireOptions | undefined] {
-    if (typeof options !== 'object' || options === null || Array.isArray(options) || !('permits' in options)) return [this.#permits(1), options];
-    const { permits, ...rest } = options;
-    return [this.#permits(permits === undefined ? 1 : checkPermits('permits', permits)), rest];
+    const [n, rest] = splitPermits(options);
+    return [this.#permits(n), rest];
   }
 
   #permits(n: number): SemaphorePermits {

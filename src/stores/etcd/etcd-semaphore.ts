@@ -10,9 +10,8 @@
  * the creation value for one hour after the last `setPermits`, then expires by itself. It is read in
  * the same transaction as the queue, on every take and wake-up.
  */
-import type { Lease } from '../../lease.js';
-import { checkPermits, type SemaphoreAcquireOptions, type SemaphoreLock } from '../../locks/semaphore-lock.js';
-import { checkName, type AcquireOptions } from '../../options.js';
+import { checkPermits } from '../../locks/semaphore-lock.js';
+import { SizedSemaphore } from '../../locks/sized-semaphore.js';
 import type { Shared } from '../../shared.js';
 import type { LockKindName } from '../../store.js';
 import { EtcdKind } from './etcd-kind.js';
@@ -42,48 +41,22 @@ class EtcdPermits extends EtcdKind {
   }
 }
 
-export class EtcdSemaphore implements SemaphoreLock {
-  readonly name: string;
-  readonly permits: number;
+export class EtcdSemaphore extends SizedSemaphore<EtcdPermits> {
   readonly #shared: Shared;
   readonly #etcd: EtcdStore;
 
   constructor(shared: Shared, etcd: EtcdStore, name: string, permits: unknown) {
-    this.name = checkName(name);
-    this.permits = checkPermits('permits', permits);
+    super(name, permits);
     this.#shared = shared;
     this.#etcd = etcd;
   }
 
-  acquire(options?: SemaphoreAcquireOptions): Promise<Lease> {
-    const [lock, rest] = this.#split(options);
-    return lock.acquire(rest);
-  }
-
-  tryAcquire(options?: SemaphoreAcquireOptions): Promise<Lease | null> {
-    const [lock, rest] = this.#split(options);
-    return lock.tryAcquire(rest);
-  }
-
-  withLock<T>(fn: (lease: Lease) => T | Promise<T>, options?: SemaphoreAcquireOptions): Promise<T> {
-    const [lock, rest] = this.#split(options);
-    return lock.withLock(fn, rest);
-  }
-
   async limit(): Promise<number> {
-    return (await this.#permits(1).state()).limit;
-  }
-
-  isLocked(): Promise<boolean> {
-    return this.#permits(1).isLocked();
-  }
-
-  forceRelease(): Promise<boolean> {
-    return this.#permits(1).forceRelease();
+    return (await this.sized(1).state()).limit;
   }
 
   async available(): Promise<number> {
-    const { limit, used } = await this.#permits(1).state();
+    const { limit, used } = await this.sized(1).state();
     return Math.max(0, limit - used);
   }
 
@@ -93,14 +66,7 @@ export class EtcdSemaphore implements SemaphoreLock {
     await this.#etcd.call(this.name, this.#etcd.ops.putWithOwnLease(limitKey(this.#shared.prefix, this.name), String(limit), STORED_LIMIT_TTL_S));
   }
 
-  /** The lock for the permits `options` ask, and the options the common lock reads (without `permits`). */
-  #split(options: SemaphoreAcquireOptions | undefined): [EtcdPermits, AcquireOptions | undefined] {
-    if (typeof options !== 'object' || options === null || Array.isArray(options) || !('permits' in options)) return [this.#permits(1), options];
-    const { permits, ...rest } = options;
-    return [this.#permits(permits === undefined ? 1 : checkPermits('permits', permits)), rest];
-  }
-
-  #permits(n: number): EtcdPermits {
+  protected sized(n: number): EtcdPermits {
     return new EtcdPermits(this.#shared, this.#etcd, this.name, n, this.permits);
   }
 }
