@@ -38,7 +38,8 @@ const now = (): bigint => process.hrtime.bigint();
 /** One critical section on lock `name` through `padlock`: read, `hold`, write, release; recorded for the checker. */
 async function section(padlock: Padlock, store: FencedStore, name: string, worker: number, seq: number, records: SectionRecord[], hold: () => Promise<void> = () => delay(5)): Promise<number> {
   const waitStartedAt = now();
-  const lease = await padlock.mutex(name).acquire();
+  // Bounded: a section never served fails here, named, instead of stalling the suite.
+  const lease = await padlock.mutex(name).acquire({ waitMs: 30_000 });
   const acquiredAt = now();
   let validUntil: bigint | null = null;
   const read = await store.read(lease.fence, lease.owner);

@@ -12,6 +12,7 @@ import { RedisUnavailableError, LockTimeoutError } from '../src/errors.js';
 import { WaitScope } from '../src/wait-scope.js';
 import { ZooKeeperOps } from '../src/stores/zookeeper/zookeeper-client.js';
 import { lockPath, ZooKeeperLock, type Request } from '../src/stores/zookeeper/zookeeper-lock.js';
+import { stemOf } from '../src/stores/zookeeper/znode-queue.js';
 import { newOwnerToken } from '../src/tokens.js';
 import { SessionClock } from '../src/stores/zookeeper/session-clock.js';
 import { fourLetters, startZooKeeper, type Ensemble } from './harness/zookeeper.js';
@@ -155,6 +156,28 @@ describe('the ZooKeeper recipe on a standalone server', { timeout: 30_000 }, () 
     assert.deepEqual(((await a.children(path)) ?? []).length, 1, 'only the holder is left');
     assert.equal(await lock.release(holder.owner, 1), 0);
     assert.equal(await a.exists(path), undefined, 'the lock znode is gone');
+  });
+
+  it('a create of its own whose answer was lost (found ahead of it in the queue) is removed, not waited for', async () => {
+    // What a server killed mid-create leaves: the create was applied, its answer lost, and the server
+    // the client reconnected to had not applied it yet when the client swept for it.
+    const path = lockPath(ROOT, 'mutex', 'orphan');
+    const request = mutexRequest();
+    await a.createWithParent(path, stemOf('lock', request.owner, 1), Buffer.from('1'));
+    const other = mutexRequest();
+    const otherLock = new ZooKeeperLock(b, path, 'orphan', 1);
+    const queued = take(otherLock, other, 5_000);
+    await eventually(async () => ((await a.children(path)) ?? []).length === 2);
+    const lock = new ZooKeeperLock(a, path, 'orphan', 1);
+    const mine = take(lock, request, 5_000);
+    const first = await queued;
+    assert.ok(first !== null, 'the waiter behind the lost create is served');
+    assert.equal(await otherLock.release(other.owner, 1), 0);
+    const grant = await mine;
+    assert.ok(grant !== null && grant.fence > first.fence);
+    assert.equal(((await a.children(path)) ?? []).length, 1, 'only the holder is left: the lost create is gone');
+    assert.equal(await lock.release(request.owner, 1), 0);
+    assert.equal(await a.exists(path), undefined);
   });
 
   it('re-enters by owner from another session: counts in the znode, same fence, released after the last', async () => {

@@ -109,9 +109,18 @@ export class ZooKeeperLock {
           continue;
         }
         const [names, stat, stored] = read;
+        const queue = queueOf(names ?? []);
+        // A create of ours whose answer was lost with its server, missed by the sweep (the server we
+        // reconnected to had not applied it yet), would wait ahead of us forever: it is removed here,
+        // where any such earlier child is always seen (this server has applied our own, later create).
+        const orphans = queue.filter((p) => p.owner === request.owner && p.role === request.role && p.name !== name);
+        if (orphans.length > 0) {
+          await scope.race(Promise.all(orphans.map((p) => this.#leave(`${this.path}/${p.name}`))));
+          continue;
+        }
         const limit = limitIn(stored?.data) ?? this.limit;
         if (permit && request.permits > limit) throw new PermitLimitError(this.name, request.permits, limit);
-        const turn = turnOf(queueOf(names ?? []), name, limit);
+        const turn = turnOf(queue, name, limit);
         if (turn === undefined || stat === undefined) throw new LockNotHeldError(this.name, request.owner, 'acquire');
         if (turn.holds) {
           const version = request.role === 'permit' && waited ? await this.#announce(mine) : stat.version;
