@@ -181,6 +181,9 @@ export class EtcdLock {
         lease.gone();
         throw notHeld();
       }
+      // The answer may be what was lost, not the write: our keys (this owner's, on this lease) go, or
+      // they would wait in the queue, unowned, as long as the lease lives.
+      leave();
       throw error;
     });
     const joined = await scope.race(joining, (late) => late.created && leave());
