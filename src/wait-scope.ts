@@ -29,8 +29,6 @@ export class WaitScope {
   readonly #onUser: (() => void) | undefined;
   /** Stops listening to close(). */
   readonly #stopClose: () => void;
-  /** Where the waiting call was made, for the time-out's stack (captured only when it can time out). */
-  readonly #calledFrom: { stack?: string } | undefined;
 
   constructor(
     readonly lock: string,
@@ -56,10 +54,6 @@ export class WaitScope {
     if (userSignal?.aborted === true) this.#interruptWith(userSignal.reason);
     else if (closing.aborted) this.#interruptWith(new PadlockClosedError(lock));
     if (waitMs > 0 && waitMs !== Infinity) {
-      // The frames are collected now and formatted only if the error is made.
-      const calledFrom: { stack?: string } = {};
-      Error.captureStackTrace(calledFrom, WaitScope);
-      this.#calledFrom = calledFrom;
       this.#deadline = new Deadline(waitMs, () => this.#stop.abort(this.timeout()), true);
     }
   }
@@ -82,7 +76,7 @@ export class WaitScope {
   /** The error for running out of time. */
   timeout(): LockTimeoutError {
     // Node's timers may fire a fraction of a millisecond before the monotonic clock says waitMs passed.
-    return new LockTimeoutError(this.lock, this.waitMs === Infinity ? this.waitedMs : Math.max(this.waitedMs, this.waitMs), this.#calledFrom);
+    return new LockTimeoutError(this.lock, this.waitMs === Infinity ? this.waitedMs : Math.max(this.waitedMs, this.waitMs));
   }
 
   /** Throws the abort reason if the scope is over. */
@@ -134,4 +128,15 @@ export class WaitScope {
     this.#interrupt.abort(reason);
     this.#stop.abort(reason);
   }
+}
+
+/**
+ * `error`, with a time-out's stack taken again where the acquire call rethrows it. A timer made the
+ * error, and a timer's stack has none of the caller's frames; here V8's async stack holds every
+ * caller that awaits the call. (Capturing the caller's frames when each call starts, in case it
+ * times out, cost ~30 µs of CPU per acquisition: 13 % of an uncontended acquire+release.)
+ */
+export function withCallersStack(error: unknown): unknown {
+  if (error instanceof LockTimeoutError) Error.captureStackTrace(error, withCallersStack);
+  return error;
 }

@@ -219,13 +219,13 @@ describe('validation', () => {
     await p.close();
   });
 
-  it("times out with a whole number of milliseconds waited and the caller's frame in the stack", async () => {
+  it("times out with a whole number of milliseconds waited and the awaiting caller's frame in the stack (a timer made the error)", async () => {
     const holder = padlockOn(server);
     const waiter = padlockOn(server);
     try {
       const lease = await holder.mutex('timeout-stack').acquire();
       async function callerOfTimeoutStack(): Promise<unknown> {
-        return waiter.mutex('timeout-stack').acquire({ waitMs: 150 });
+        return await waiter.mutex('timeout-stack').acquire({ waitMs: 150 });
       }
       await assert.rejects(callerOfTimeoutStack(), (e: unknown) => {
         assert.ok(e instanceof LockTimeoutError);
@@ -235,6 +235,10 @@ describe('validation', () => {
         assert.match(e.stack ?? '', /callerOfTimeoutStack/);
         return true;
       });
+      async function callerOfMultiTimeout(): Promise<unknown> {
+        return await waiter.multi(['timeout-free', 'timeout-stack']).acquire({ waitMs: 150 });
+      }
+      await assert.rejects(callerOfMultiTimeout(), (e: unknown) => e instanceof LockTimeoutError && /callerOfMultiTimeout/.test(e.stack ?? ''));
       await lease.release();
     } finally {
       await holder.close();

@@ -15,7 +15,7 @@ import { checkLeaseMs, checkName, resolveAcquireOptions, type AcquireOptions, ty
 import type { Shared } from '../shared.js';
 import { failedOutcome, since } from '../observability/metrics.js';
 import type { LockKindName } from '../store.js';
-import { WaitScope } from '../wait-scope.js';
+import { WaitScope, withCallersStack } from '../wait-scope.js';
 import { leaseOrNull, withLease } from './scoped.js';
 
 /** A hold the server granted. */
@@ -202,7 +202,7 @@ export abstract class Lock implements Lockable, HoldLock {
       return lease;
     } catch (error) {
       observer?.acquireEnded(this, failedOutcome(error, opts.signal), scope.waitedMs, since(scope.firstHeldAt));
-      throw error;
+      throw withCallersStack(error);
     } finally {
       scope.dispose();
     }

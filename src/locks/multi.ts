@@ -14,7 +14,7 @@ import type { Lease } from '../lease.js';
 import { resolveAcquireOptions, type AcquireOptions, type ResolvedAcquireOptions } from '../options.js';
 import type { Shared } from '../shared.js';
 import type { Store } from '../store.js';
-import { WaitScope } from '../wait-scope.js';
+import { WaitScope, withCallersStack } from '../wait-scope.js';
 import { newOwnerToken } from '../tokens.js';
 import type { Lock, Lockable } from './lock.js';
 import { canonicalNames, multiName } from './multi-names.js';
@@ -124,7 +124,7 @@ export class MultiLock implements MultiLockable {
     } catch (error) {
       // All or nothing: give back what was taken before the caller hears of the failure.
       await Promise.allSettled(taken.map((lease) => lease.release()));
-      if (error instanceof LockTimeoutError) throw new LockTimeoutError(this.name, monotonicNow() - startedAt);
+      if (error instanceof LockTimeoutError) throw withCallersStack(new LockTimeoutError(this.name, monotonicNow() - startedAt));
       throw error;
     }
   }
