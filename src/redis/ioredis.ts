@@ -62,6 +62,9 @@ export function fromIoredis(value: object): CommandConnection {
   // sharded channel of another's slot. Without it, waiters use classic pub/sub (a release's message
   // reaches every node of the Cluster).
   const sharded = cluster && 'shardedSubscribers' in client.options;
+  // Read on every call (the eviction check follows a Sentinel failover by it): made once where it
+  // cannot change, so that a call costs no string.
+  const fixedAddress = cluster ? 'a Redis Cluster' : followsSentinel(client) ? undefined : addressOf(client);
   return {
     evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
     eval: (source, keys, args) => client.eval(source, keys.length, ...keys, ...args),
@@ -93,7 +96,7 @@ export function fromIoredis(value: object): CommandConnection {
     isCluster: cluster,
     shardedPubSub: sharded,
     get address() {
-      return cluster ? 'a Redis Cluster' : addressOf(client);
+      return fixedAddress ?? addressOf(client);
     },
     get status() {
       return client.status;
@@ -103,10 +106,16 @@ export function fromIoredis(value: object): CommandConnection {
 
 /** `host:port` of a `Redis`'s server: in Sentinel mode the primary it is connected to now (its options name none). */
 function addressOf(client: IoredisFamilyClient): string {
-  const { host, port, sentinels, name } = client.options;
-  if (sentinels === undefined || sentinels === null || sentinels.length === 0) return `${host ?? 'localhost'}:${port ?? 6379}`;
+  const { host, port, name } = client.options;
+  if (!followsSentinel(client)) return `${host ?? 'localhost'}:${port ?? 6379}`;
   const remote = client.stream;
   return remote?.remoteAddress === undefined ? `the Sentinel-managed primary '${name ?? '?'}'` : `${remote.remoteAddress}:${remote.remotePort ?? '?'}`;
+}
+
+/** Whether the client finds its server through Sentinel (so the server it reaches can change). */
+function followsSentinel(client: IoredisFamilyClient): boolean {
+  const { sentinels } = client.options;
+  return sentinels !== undefined && sentinels !== null && sentinels.length > 0;
 }
 
 /** Adds `WAIT` to a pipeline holding one script call, sends both, and reads the two replies. */
