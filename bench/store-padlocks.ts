@@ -55,38 +55,28 @@ export async function openStorePadlock(store: StoreName, addresses: StoreAddress
   switch (store) {
     case 'redis': {
       const client = new Redis(addresses.redis);
-      const padlock = new Padlock({ redis: client, leaseMs: LEASE_MS });
-      return {
-        padlock,
-        async close() {
-          await padlock.close();
-          await client.quit().catch(() => client.disconnect());
-        },
-      };
+      return closingWith(new Padlock({ redis: client, leaseMs: LEASE_MS }), () => client.quit().catch(() => client.disconnect()));
     }
     case 'zookeeper': {
       const client = await openZooKeeper(addresses.zookeeper);
-      const padlock = new Padlock({ zookeeper: client, leaseMs: LEASE_MS });
-      return {
-        padlock,
-        async close() {
-          await padlock.close();
-          client.close();
-        },
-      };
+      return closingWith(new Padlock({ zookeeper: client, leaseMs: LEASE_MS }), () => client.close());
     }
     case 'etcd': {
       const client = new Etcd3({ hosts: [...addresses.etcd], dialTimeout: 2_000 });
-      const padlock = new Padlock({ etcd: client, leaseMs: LEASE_MS });
-      return {
-        padlock,
-        async close() {
-          await padlock.close();
-          client.close();
-        },
-      };
+      return closingWith(new Padlock({ etcd: client, leaseMs: LEASE_MS }), () => client.close());
     }
   }
+}
+
+/** `padlock`, closed before its client (which `closeClient` closes). */
+function closingWith(padlock: Padlock, closeClient: () => unknown): StorePadlock {
+  return {
+    padlock,
+    async close() {
+      await padlock.close();
+      await closeClient();
+    },
+  };
 }
 
 /** One contended run, as every worker (in this process or another) is told it. */
