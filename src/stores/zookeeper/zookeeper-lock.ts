@@ -110,9 +110,9 @@ export class ZooKeeperLock {
         }
         const [names, stat, stored] = read;
         const queue = queueOf(names ?? []);
-        // A create of ours whose answer was lost with its server, missed by the sweep (the server we
-        // reconnected to had not applied it yet), would wait ahead of us forever: it is removed here,
-        // where any such earlier child is always seen (this server has applied our own, later create).
+        // A create of ours whose answer was lost with its server would wait ahead of us forever: it is
+        // removed here, where any such earlier child is always seen (this server applied our own,
+        // later create; right after the loss, the server we reconnected to may not have had it yet).
         const orphans = queue.filter((p) => p.owner === request.owner && p.role === request.role && p.name !== name);
         if (orphans.length > 0) {
           await scope.race(Promise.all(orphans.map((p) => this.#leave(`${this.path}/${p.name}`))));
@@ -150,7 +150,7 @@ export class ZooKeeperLock {
 
   /**
    * Joins the queue within `scope`. A create whose answer was lost with the connection may have been
-   * made: `owner`'s children of that role are removed (found by name), then it is sent again.
+   * made: it is sent again, and {@link take}'s first look at the queue removes the one made before.
    */
   async #joinWithin(request: Request, scope: WaitScope): Promise<{ path: string; first?: Promise<Stat | undefined> }> {
     for (;;) {
@@ -159,7 +159,6 @@ export class ZooKeeperLock {
       } catch (error) {
         if (zkCode(error) !== ZK.connectionLoss) throw error;
         await backOff(scope);
-        await scope.race(this.#sweep(request.owner, request.role));
       }
     }
   }
@@ -344,13 +343,6 @@ export class ZooKeeperLock {
     this.#mine.delete(child);
     for (const [owner, known] of this.#known) if (known.path === child) this.#known.delete(owner);
     await this.ops.removeWithParent(child, this.path).catch(() => undefined);
-  }
-
-  /** Removes `owner`'s children of `role` (a create whose answer was lost); never rejects. */
-  async #sweep(owner: string, role: Role): Promise<void> {
-    const names = await this.ops.children(this.path).catch(() => undefined);
-    const lost = queueOf(names ?? []).filter((p) => p.owner === owner && p.role === role);
-    await Promise.all(lost.map((p) => this.#leave(`${this.path}/${p.name}`)));
   }
 
   /** Removes every child this client still has here (close()); never rejects. */
