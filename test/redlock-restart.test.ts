@@ -6,7 +6,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { lockKeys } from '../src/keys.js';
-import { Padlock } from '../src/index.js';
+import { Lease, Padlock, QuorumError } from '../src/index.js';
 import { monotonicNow } from '../src/clock.js';
 import { acquireScript } from '../src/scripts/index.js';
 import { checkedScript, epochScript } from '../src/topology/master-epoch.js';
@@ -75,6 +75,49 @@ describe('Redlock: masters that lost their data', () => {
       await Promise.all(admins.map((a) => a.config('SET', 'slowlog-log-slower-than', '10000')));
     }
     assert.deepEqual(await writes(), before, 'no master wrote its marker (HSET, PEXPIRE): nothing had changed');
+  });
+
+  it('a check over the connection an earlier check read the run id on costs no INFO', async () => {
+    const padlock = await redlock();
+    const warm = await padlock.mutex('rlr:info:warm').acquire();
+    await warm.release();
+    // Every master answers the warm attempt's check (the round may return before the last does).
+    const infos = (): Promise<number[]> => Promise.all(admins.map((a) => commandCalls(a, 'info')));
+    await delay(50);
+    const before = await infos();
+    const lease = await padlock.mutex('rlr:info').acquire();
+    await lease.release();
+    await delay(50);
+    // Each reading of the counts is an INFO itself, counted by the next one.
+    assert.deepEqual(await infos(), before.map((n) => n + 1), 'no master ran INFO for the warm check');
+  });
+
+  it('an attempt in flight while 3 of 5 restart from a file (their old markers, not the hold) does not count there: their old run id, named over the old connection, is not taken at its word over the new one', async () => {
+    const name = 'rlr:in-flight';
+    const other = await redlock();
+    // `other` has read every master's run id over its connections.
+    const warm = await other.mutex(`${name}:warm`).acquire();
+    await warm.release();
+    // On file: each master's marker, and no hold of `name`.
+    await Promise.all([0, 1, 2].map((i) => admins[i]!.save()));
+    const holder = await (await redlock()).mutex(name).acquire({ leaseMs: LEASE_MS, autoExtend: false });
+    const leaseEnds = monotonicNow() + LEASE_MS;
+    [0, 1, 2].forEach((i) => masters[i]!.pause());
+    // Sent over the old connections, to frozen masters: the client sends it again once it reconnects.
+    const attempt = other.mutex(name).tryAcquire();
+    await delay(50);
+    // Killed while frozen (the harness's kill() would let them run first), then started again: each
+    // loads the file, the old marker and no hold.
+    for (const i of [0, 1, 2]) process.kill(masters[i]!.pid, 'SIGKILL');
+    await Promise.all([0, 1, 2].map((i) => masters[i]!.restart()));
+    // Not granted: the restarted masters' answers came over new connections, so they count as none.
+    const outcome = await attempt.catch((error: unknown) => error);
+    assert.ok(!(outcome instanceof Lease), 'the restarted masters granted, their grants counted, and a second holder got the lock');
+    assert.ok(outcome === null || outcome instanceof QuorumError, `refused, or no majority answered: ${String(outcome)}`);
+    assert.ok(holder.isHeld);
+    const resent = await Promise.all([0, 1, 2].map((i) => commandCalls(admins[i]!, 'eval')));
+    assert.ok(resent.some((n) => n > 0), `the attempt reached a restarted master (EVAL after its NOSCRIPT: ${resent.join(', ')})`);
+    await assertNoSecondHolder(other, name, leaseEnds);
   });
 
   it('3 of 5 restarted empty while a lock with 4 s left is held: no second holder while that lease lives; served again afterwards', async () => {

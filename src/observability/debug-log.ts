@@ -83,6 +83,7 @@ export function loggedConnection(connection: CommandConnection): CommandConnecti
     nodeOf: (key: string) => connection.nodeOf(key),
     openSubscriber: () => connection.openSubscriber(),
     isReplyError: (error: unknown) => connection.isReplyError(error),
+    session: () => connection.session(),
     isCluster: connection.isCluster,
     shardedPubSub: connection.shardedPubSub,
     get status() {

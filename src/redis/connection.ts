@@ -45,6 +45,13 @@ export interface CommandConnection {
    * releases must `SPUBLISH`): a Cluster client that routes sharded subscriptions by slot.
    */
   readonly shardedPubSub: boolean;
+  /**
+   * The connection a command sent now goes out on: the same object for as long as one TCP connection
+   * to one server process lasts, another after any reconnect (a restart, a failover); `undefined`
+   * where the client does not show it (a Cluster, node-redis). A reply read while it is still the
+   * object read at the send came from the process that was listening then.
+   */
+  session(): object | undefined;
   /** The client's connection state, in its own words (ioredis: `ready`, `reconnecting`, …), for error messages. */
   readonly status: string;
   /** Where it connects, for messages (`host:port`). */

@@ -93,6 +93,9 @@ export function fromIoredis(value: object): CommandConnection {
         ? shardedSubscriber(client.duplicate([], { shardedSubscribers: true }))
         : subscriberOf(cluster ? client.duplicate() : client.duplicate({ enableReadyCheck: false })),
     isReplyError,
+    // ioredis makes a new socket for every connection it opens (commands it sends again after a
+    // reconnect go out on the new one): a socket is one TCP connection to one process.
+    session: () => (cluster ? undefined : client.stream),
     isCluster: cluster,
     shardedPubSub: sharded,
     get address() {

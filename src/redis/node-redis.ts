@@ -82,6 +82,11 @@ export function nodeRedisShape(value: object): NodeRedisShape | undefined {
   return undefined;
 }
 
+/** node-redis keeps its socket to itself: no connection is known to last from one call to the next. */
+function noSession(): undefined {
+  return undefined;
+}
+
 /** node-redis marks Redis's error replies by the class `ErrorReply` (and, from 5, its subclasses). */
 function isReplyError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
@@ -163,6 +168,7 @@ function fromClient(client: NodeRedisClient): CommandConnection {
     isCluster: false,
     shardedPubSub: false,
     address: addressOf(client),
+    session: noSession,
     get status() {
       return statusOf(client);
     },
@@ -196,6 +202,7 @@ function fromCluster(cluster: NodeRedisCluster): CommandConnection {
     isCluster: true,
     shardedPubSub: true,
     address: 'a Redis Cluster',
+    session: noSession,
     get status() {
       return statusOf(cluster);
     },
@@ -228,6 +235,7 @@ function fromSentinel(sentinel: NodeRedisSentinel): CommandConnection {
       const master = sentinel.getMasterNode();
       return master === undefined ? 'a Sentinel-managed primary' : `${master.host}:${master.port}`;
     },
+    session: noSession,
     get status() {
       return statusOf(sentinel);
     },

@@ -27,6 +27,8 @@ export interface Epoch {
   readonly longestMs: number;
   /** When the epoch began, on the master's clock (ms): a resolution names it, so it never resolves a newer one. */
   readonly born: number;
+  /** The run id of the process that answered: a later check over the same connection names it, and so costs no INFO. */
+  readonly run: string;
 }
 
 /**
@@ -42,14 +44,22 @@ export function markerTtlMs(longestMs: number): number {
 
 /** The marker's check and resolve (src/scripts/redlock-epoch.lua). */
 export const epochScript = defineScript('redlock-epoch', luaSources.redlockEpoch, (reply): Epoch => {
-  if (!Array.isArray(reply) || reply.length !== 4 || !reply.every((v) => typeof v === 'number')) throw new TypeError(`redlock-epoch: unexpected reply ${JSON.stringify(reply)}`);
-  const [resolved, waitMs, longestMs, born] = reply as [number, number, number, number];
-  return { state: resolved === 0 ? 'unresolved' : waitMs > 0 ? 'sitting' : 'ready', waitMs, longestMs, born };
+  if (!Array.isArray(reply) || reply.length !== 5 || !reply.slice(0, 4).every((v) => typeof v === 'number') || typeof reply[4] !== 'string') {
+    throw new TypeError(`redlock-epoch: unexpected reply ${JSON.stringify(reply)}`);
+  }
+  const [resolved, waitMs, longestMs, born, run] = reply as [number, number, number, number, string];
+  return { state: resolved === 0 ? 'unresolved' : waitMs > 0 ? 'sitting' : 'ready', waitMs, longestMs, born, run };
 });
 
-/** The check a round runs after its call: records `longestMs` and reads the epoch. */
-export function checkArgs(longestMs: number): Arg[] {
-  return ['check', longestMs, markerTtlMs(longestMs)];
+/**
+ * The check a round runs after its call: records `longestMs` and reads the epoch. `knownRun`: the
+ * run id an earlier check read over the very connection this one is sent on, or `''`. The script
+ * takes it at its word where the marker names the same run (then it skips the INFO that reads it),
+ * so the caller must not count an answer that came over another connection (a reconnect: a call
+ * sent again to whatever process now listens there).
+ */
+export function checkArgs(longestMs: number, knownRun: string): Arg[] {
+  return ['check', longestMs, markerTtlMs(longestMs), knownRun];
 }
 
 /** Sets an unresolved epoch's sit-out (ms); nothing if the epoch read (`born`) is not the master's any more. */
@@ -64,13 +74,13 @@ export interface Checked<Result> {
 }
 
 /** How many arguments of a checked call are the check's (they come first: see {@link checkedScript}). */
-const CHECK_ARGS = 3;
+const CHECK_ARGS = 4;
 
 const checkedScripts = new Map<Script<unknown>, Script<Checked<unknown>>>();
 
 /**
  * `script` followed by the epoch check, as one script: KEYS are the marker and then `script`'s own,
- * ARGV the check's three ({@link checkArgs}) and then `script`'s own. Each part runs as a function
+ * ARGV the check's four ({@link checkArgs}) and then `script`'s own. Each part runs as a function
  * whose parameters `KEYS` and `ARGV` are its own slices (they hide the globals of those names), so
  * `script`'s source runs unchanged. The check so reads the very process that ran the call, in the
  * same atomic step, and a master costs one command, one write and one script run per attempt.

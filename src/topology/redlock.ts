@@ -47,6 +47,8 @@ interface Master {
   readonly attempts: InFlight;
   /** Reads this master's maxmemory-policy once (it warns if it evicts). */
   readonly evictions: EvictionPolicyCheck;
+  /** The run id the last epoch check read, and the connection it came over: a check sent over the same one names it. */
+  known: { readonly run: string; readonly session: object } | undefined;
 }
 
 /** Counts, per owner, the calls sent to one master whose answer has not come yet. */
@@ -136,7 +138,7 @@ export class Redlock implements Topology {
   constructor(connections: readonly CommandConnection[], readonly replyTimeoutMs: number, host: RedlockHost) {
     this.#masters = connections.map((connection) => {
       const runner = new ScriptRunner(connection);
-      return { address: connection.address, runner, connection, attempts: new InFlight(), evictions: new EvictionPolicyCheck(runner, connection) };
+      return { address: connection.address, runner, connection, attempts: new InFlight(), evictions: new EvictionPolicyCheck(runner, connection), known: undefined };
     });
     this.quorum = Math.floor(connections.length / 2) + 1;
     this.#host = host;
@@ -327,7 +329,10 @@ export class Redlock implements Topology {
   async #ask<Result>(node: Master, call: Asked<Result>, ms: number, gaveUp?: GaveUp): Promise<Answer<Result>> {
     node.evictions.check(call.keys); // once per master: beside this call, never before it
     const rule = call.quorum;
-    const checked = rule !== undefined && checks(rule) ? sendChecked(node.runner, call, this.#marker, checkArgs(this.#longestOf(rule)), gaveUp) : undefined;
+    // The run id the master's marker must name for the check to skip its INFO: known only over the connection it was read on.
+    const session = node.connection.session();
+    const knownRun = session !== undefined && node.known?.session === session ? node.known.run : '';
+    const checked = rule !== undefined && checks(rule) ? sendChecked(node.runner, call, this.#marker, checkArgs(this.#longestOf(rule), knownRun), gaveUp) : undefined;
     const sent = checked === undefined ? node.runner.send(call.script, call.keys, call.args, call.lock, gaveUp) : checked.then((c) => c.value);
     const owner = rule?.name === 'grant' ? rule.owner : undefined;
     // Read as the reply comes, before the next reply of that master (which may be the later attempt's) is handled.
@@ -345,7 +350,16 @@ export class Redlock implements Topology {
         },
       });
       const epoch = checked === undefined ? undefined : (await checked).epoch;
-      if (epoch !== undefined && epoch.longestMs > this.#longestMs) this.#longestMs = epoch.longestMs;
+      if (epoch !== undefined) {
+        if (session === undefined || node.connection.session() !== session) {
+          // Answered over another connection than the one it was sent on (a reconnect sent it again):
+          // the process that ran it may be a restarted one that took the run id it was told for its own.
+          if (knownRun !== '') throw new RedisUnavailableError(call.lock, new Error(`${node.address}: reconnected while the call was in flight`));
+        } else {
+          node.known = { run: epoch.run, session };
+        }
+        if (epoch.longestMs > this.#longestMs) this.#longestMs = epoch.longestMs;
+      }
       return { node, ok: true, value, covered, epoch };
     } catch (error) {
       return { node, ok: false, error };
