@@ -190,6 +190,30 @@ describe('the etcd recipe on one member', { timeout: 40_000 }, () => {
     assert.deepEqual(await keysLeft(a.ops), [], 'nothing is left under the root');
   });
 
+  it("a join the client sent twice (its first answer lost, etcd3's retry) takes the key the first one made, and leaves none behind", async () => {
+    // What etcd3 does when an answer is lost: the same transaction sent again, to the real server.
+    class JoinSentTwice extends EtcdOps {
+      override async join(...args: Parameters<EtcdOps['join']>) {
+        await super.join(...args);
+        return super.join(...args);
+      }
+    }
+    const client = new Etcd3({ hosts: [...cluster.hosts], dialTimeout: 2_000 });
+    const ops = new JoinSentTwice(client);
+    const lease = await LeaseClock.grant(ops, 5_000);
+    opened.push({ client, lease });
+    const lock = new EtcdLock(ops, lease, lockPrefix(ROOT, 'mutex', 'sent-twice'), 'sent-twice', 1);
+    const request = mutexRequest();
+    const grant = await take(lock, request, 2_000);
+    assert.ok(grant !== null, 'the take holds the lock its own first create made');
+    assert.equal(await lock.release(request.owner, 1), 0);
+    const other = a.lock('mutex', 'sent-twice');
+    const after = mutexRequest();
+    const next = await take(other, after, 2_000);
+    assert.ok(next !== null && next.fence > grant.fence, 'served after it: nothing of the first take left in the queue');
+    assert.equal(await other.release(after.owner, 1), 0);
+  });
+
   it('re-enters by owner from another client: counts in the key, same fence, released after the last', async () => {
     const holder = mutexRequest();
     const here = a.lock('mutex', 'reentry');

@@ -187,10 +187,13 @@ export class EtcdLock {
       throw error;
     });
     const joined = await scope.race(joining, (late) => late.created && leave());
-    if (!joined.created) throw notHeld(); // a key of this owner and lease exists: the owner token was reused
     let views: Snapshot[] = joined.snapshots;
     let waited = false;
     try {
+      // The keys existed: this take's own create, applied though its answer was lost, and sent again
+      // by the client (etcd3 retries on another member). A fresh owner's token is new to every take and
+      // the key names the lease, so no other take wrote them: they are ours, and we read where they stand.
+      if (!joined.created) views = await scope.race(ops.queues(prefixes, limitKeys));
       for (;;) {
         const turns = seats.map((seat, i) => {
           const queue = queueOf(views[i]?.entries ?? []);
