@@ -214,6 +214,33 @@ describe('the etcd recipe on one member', { timeout: 40_000 }, () => {
     assert.equal(await other.release(after.owner, 1), 0);
   });
 
+  it('a join whose answer was lost, and whose first clean-up failed too, leaves no key: the delete is sent again', async () => {
+    // The faults of an election, on the real member: the join is applied but its answer lost, and
+    // the first delete that follows does not get through.
+    class LostAnswerThenFailedDelete extends EtcdOps {
+      deletesRefused = 1;
+      override async join(...args: Parameters<EtcdOps['join']>): ReturnType<EtcdOps['join']> {
+        await super.join(...args);
+        throw new Error('14 UNAVAILABLE: the answer was lost');
+      }
+      override async remove(...keys: readonly string[]): Promise<number> {
+        if (this.deletesRefused-- > 0) throw new Error('14 UNAVAILABLE: no leader');
+        return super.remove(...keys);
+      }
+    }
+    const client = new Etcd3({ hosts: [...cluster.hosts], dialTimeout: 2_000 });
+    const ops = new LostAnswerThenFailedDelete(client);
+    const lease = await LeaseClock.grant(ops, 5_000);
+    opened.push({ client, lease });
+    const prefix = lockPrefix(ROOT, 'mutex', 'lost-join');
+    await assert.rejects(take(new EtcdLock(ops, lease, prefix, 'lost-join', 1), mutexRequest(), 2_000), /UNAVAILABLE/);
+    assert.ok(await eventually(async () => (await a.ops.queue(prefix)).entries.length === 0, 3_000), 'the failed take left its key queued');
+    const other = a.lock('mutex', 'lost-join');
+    const request = mutexRequest();
+    assert.ok((await take(other, request, 2_000)) !== null);
+    assert.equal(await other.release(request.owner, 1), 0);
+  });
+
   it('re-enters by owner from another client: counts in the key, same fence, released after the last', async () => {
     const holder = mutexRequest();
     const here = a.lock('mutex', 'reentry');

@@ -166,7 +166,7 @@ export class EtcdLock {
     });
     const keys = seats.map((s) => s.key);
     const prefixes = seats.map((s) => s.lock.prefix);
-    const leave = (): void => void ops.remove(...keys).catch(() => undefined);
+    const leave = (): void => removeWhileLeased(ops, keys, lease);
     const notHeld = (): LockNotHeldError => new LockNotHeldError(first.lock.name, first.request.owner, 'acquire');
     if (!lease.alive) throw notHeld();
     // A semaphore's stored limit is read with its queue (extras[i] belongs to seats[i]).
@@ -334,6 +334,17 @@ export class EtcdLock {
  * Watches `keys` (in full) from `fromRevision` and resolves on the first change to any of them; rejects with the scope's reason when it stops first, or `notHeld()` when the lease is
  * lost (our own key is gone with it). The watches are cancelled either way.
  */
+/**
+ * Deletes the keys of a take that failed, sending the delete again (backing off up to 1 s) while it
+ * fails and the lease lives: a key left behind waits in its queue, unowned, for as long as the lease
+ * does, and every waiter behind it with it (a failed join's cleanup sent during an election did).
+ */
+function removeWhileLeased(ops: EtcdOps, keys: readonly string[], lease: LeaseClock, backOffMs = 50): void {
+  ops.remove(...keys).catch(() => {
+    if (lease.alive) setTimeout(() => removeWhileLeased(ops, keys, lease, Math.min(2 * backOffMs, 1_000)), backOffMs).unref();
+  });
+}
+
 async function waitForChange(
   ops: EtcdOps,
   lease: LeaseClock,
