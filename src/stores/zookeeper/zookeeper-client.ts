@@ -122,15 +122,10 @@ export class ZooKeeperOps {
    * `version`, rejects with "bad version" when the child's data changed since.
    */
   async removeWithParent(child: string, parent: string, version = -1): Promise<boolean> {
-    if (version === 0) return this.#removeThenParent(child, parent, 0);
+    const transaction = this.client.transaction().remove(child, version).remove(parent, -1);
+    if (version === 0 && !keepVersionZero(transaction, 0)) return this.#removeThenParent(child, parent, 0);
     try {
-      await new Promise<void>((resolve, reject) => {
-        this.client
-          .transaction()
-          .remove(child, version)
-          .remove(parent, -1)
-          .commit((error) => (error ? reject(error) : resolve()));
-      });
+      await new Promise<void>((resolve, reject) => transaction.commit((error) => (error ? reject(error) : resolve())));
       return true;
     } catch (error) {
       const code = zkCode(error);
@@ -144,12 +139,25 @@ export class ZooKeeperOps {
   /**
    * Deletes `child`, with the parent's delete sent right behind it on the same socket (one round
    * trip): it fails harmlessly when others are queued or the child's delete failed, and the last
-   * child to go, whoever sent it, is always followed by such a delete. Also for a `version` of 0,
-   * which node-zookeeper-client's transaction reads as "any" (`version || -1`).
+   * child to go, whoever sent it, is always followed by such a delete.
    */
   #removeThenParent(child: string, parent: string, version: number): Promise<boolean> {
     const removed = this.remove(child, version);
     void this.remove(parent, -1).catch(() => false);
     return removed;
   }
+}
+
+/**
+ * node-zookeeper-client 1.1.3's transaction reads a version of 0 as "any" (`version || -1`): a
+ * fresh child's release would then delete it even after another Padlock re-entered it by owner
+ * (its version 1). Puts 0 back into operation `index` of `transaction`; false when the transaction
+ * does not keep its operations where 1.1.3 does (the caller then sends two plain deletes).
+ */
+function keepVersionZero(transaction: object, index: number): boolean {
+  const ops: unknown = (transaction as { ops?: unknown }).ops;
+  const op: unknown = Array.isArray(ops) ? ops[index] : undefined;
+  if (typeof op !== 'object' || op === null || !('version' in op)) return false;
+  (op as { version: number }).version = 0;
+  return true;
 }
