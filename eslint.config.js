@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'build/', 'node_modules/', 'tmp/', 'src/scripts/embedded.ts'] },
+  { ignores: ['dist/', 'build/', 'node_modules/', 'tmp/', 'src/stores/redis/scripts/embedded.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -15,7 +15,7 @@ import { lockServers, openContender, type ContenderSpec, type Servers } from './
 import { ChildChannel, withTimeout } from './child.js';
 import type { FromWorker, ToWorker } from './messages.js';
 import { measureContended, nowMs, type AcquisitionRecord, type ContendedMeasures } from './stats.js';
-import * as padlockScripts from '../src/scripts/index.js';
+import * as padlockScripts from '../src/stores/redis/scripts/index.js';
 import { measurePing } from './uncontended.js';
 import { connectData, counterKeys, metered, runWorker, warmUp, type ClientUsage, type RunPlan, type WorkerOutcome, type Workload } from './workload.js';
 

@@ -28,8 +28,8 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { Padlock } from '../src/index.js';
-import { acquireScript, raiseFenceScript } from '../src/scripts/index.js';
-import { checkedScript } from '../src/topology/master-epoch.js';
+import { acquireScript, raiseFenceScript } from '../src/stores/redis/scripts/index.js';
+import { checkedScript } from '../src/stores/redis/topology/master-epoch.js';
 import { mean, nowMs, percentile, sorted } from './stats.js';
 
 /** One step of the acquire, or one floor: its p50 and mean (means add up to the total's). */

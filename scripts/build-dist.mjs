@@ -28,7 +28,7 @@ compile('tsconfig.build.json');
 compile('tsconfig.cjs.json');
 writeFileSync(join(root, 'dist', 'cjs', 'package.json'), `${JSON.stringify({ type: 'commonjs' }, null, 2)}\n`);
 
-writeFileSync(join(root, 'dist', 'scripts', 'embedded.js'), "// The scripts ship once, in the CommonJS build.\nexport { luaSources } from '../cjs/scripts/embedded.js';\n");
+writeFileSync(join(root, 'dist', 'stores', 'redis', 'scripts', 'embedded.js'), "// The scripts ship once, in the CommonJS build.\nexport { luaSources } from '../../../cjs/stores/redis/scripts/embedded.js';\n");
 for (const file of readdirSync(join(root, 'dist', 'cli'))) {
   if (file.endsWith('.d.ts')) rmSync(join(root, 'dist', 'cli', file));
 }

@@ -30,6 +30,6 @@ export {
   type LockLostReason,
   type NodeOutcome,
 } from './errors.js';
-export type { RedisClient, IoredisLikeClient, NodeRedisLikeClient } from './redis/clients.js';
+export type { RedisClient, IoredisLikeClient, NodeRedisLikeClient } from './stores/redis/adapters/clients.js';
 export type { EtcdClientLike } from './stores/etcd/etcd-client-like.js';
 export type { ZooKeeperClientLike } from './stores/zookeeper/zookeeper-client-like.js';

@@ -2,7 +2,7 @@
  * Locks as an operator sees them (the `padlock` CLI's `list`, `inspect`, `watch` and `reap`): finding
  * lock names with `SCAN`, reading each lock's holds, fence and queue in one call (inspect.lua for the
  * mutex family; each other kind's own inspect script, through its protocol class), and reaping the
- * holds of dead clients (reaping.ts: mutexes only).
+ * holds of dead clients (stores/redis/reaping.ts: mutexes only).
  *
  * Outside the scripts, this is the one module that knows how a lock's state is laid out in Redis
  * (which keys a lock has, what a queued waiter's entry holds): a change of that layout changes
@@ -12,15 +12,15 @@
  * documented (docs/cli.md).
  */
 import { clientIds, hashTag, livenessKey, lockKeys, scriptKeys, type LockKeys } from './keys.js';
-import { ReadWriteProtocol, readWriteKeys } from './locks/read-write-protocol.js';
-import { semaphoreKeys, SemaphoreProtocol, semaphoreScriptKeys } from './locks/semaphore-protocol.js';
-import type { CommandConnection } from './redis/connection.js';
-import { ScriptRunner } from './redis/script-runner.js';
-import { inspectScript, type InspectReply, type QueueReply, type QueuedWaiterReply, type ReadWriteInspectReply, type SemaphoreInspectReply } from './scripts/index.js';
-import { clientsAliveCall } from './liveness.js';
-import { reapIfDead, type ReapOutcome } from './reaping.js';
-import { SingleServer } from './topology/single-server.js';
-import type { ScriptCall } from './topology/topology.js';
+import { ReadWriteProtocol, readWriteKeys } from './stores/redis/kinds/read-write-protocol.js';
+import { semaphoreKeys, SemaphoreProtocol, semaphoreScriptKeys } from './stores/redis/kinds/semaphore-protocol.js';
+import type { CommandConnection } from './stores/redis/adapters/connection.js';
+import { ScriptRunner } from './stores/redis/adapters/script-runner.js';
+import { inspectScript, type InspectReply, type QueueReply, type QueuedWaiterReply, type ReadWriteInspectReply, type SemaphoreInspectReply } from './stores/redis/scripts/index.js';
+import { clientsAliveCall } from './stores/redis/liveness.js';
+import { reapIfDead, type ReapOutcome } from './stores/redis/reaping.js';
+import { SingleServer } from './stores/redis/topology/single-server.js';
+import type { ScriptCall } from './stores/redis/topology/topology.js';
 
 /**
  * The lock families, each with keys of its own: `mutex` (`mutex` and `fairMutex` share their keys),
@@ -280,7 +280,7 @@ export class LockReader {
   readonly #prefix: string;
 
   /**
-   * @param connection the client's connection (an adapter's from src/redis/, e.g. `fromIoredis(client)`)
+   * @param connection the client's connection (an adapter's from src/stores/redis/adapters/, e.g. `fromIoredis(client)`)
    * @param prefix the Padlock key prefix the locks live under
    */
   constructor(connection: CommandConnection, prefix: string) {
@@ -462,7 +462,7 @@ export type HolderLiveness = 'dead' | 'alive' | 'unknown';
 
 /**
  * Reaps dead holders over one connection (a single server, a Sentinel-managed primary or a Cluster):
- * the `padlock reap` side of src/reaping.ts.
+ * the `padlock reap` side of src/stores/redis/reaping.ts.
  */
 export class LockReaper {
   readonly #topology: SingleServer;
@@ -488,7 +488,7 @@ export class LockReaper {
 
   /**
    * Frees the lock `state` describes if the same holder still holds it and its clients are all dead
-   * (atomically on one server; on a Cluster, checked first: see reaping.ts), giving its turn to the
+   * (atomically on one server; on a Cluster, checked first: see stores/redis/reaping.ts), giving its turn to the
    * queue as a release does.
    * @throws RedisUnavailableError or RedisCommandError from the calls
    */

@@ -5,9 +5,9 @@
 import { PadlockOptionError } from './errors.js';
 import type { ResolvedMetricsOptions } from './observability/metrics.js';
 import type { MeterProviderLike } from './observability/otel-types.js';
-import { connectionFor, type RedisClient } from './redis/clients.js';
+import { connectionFor, type RedisClient } from './stores/redis/adapters/clients.js';
 import { checkEtcdClient, type EtcdClientLike } from './stores/etcd/etcd-client-like.js';
-import type { CommandConnection } from './redis/connection.js';
+import type { CommandConnection } from './stores/redis/adapters/connection.js';
 import { checkZooKeeperClient, type ZooKeeperClientLike } from './stores/zookeeper/zookeeper-client-like.js';
 import { resolveRecordTimings, type RecordTimingsOptions, type ResolvedRecordTimings } from './timings-recorder.js';
 

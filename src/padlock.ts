@@ -11,7 +11,7 @@ import { MultiLock, type MultiLockable } from './locks/multi.js';
 import { checkPermits, type SemaphoreLock } from './locks/semaphore-lock.js';
 import { checkName, resolveCloseOptions, resolvePadlockOptions, type AcquireOptions, type CloseOptions, type PadlockOptions } from './options.js';
 import { PadlockOptionError } from './errors.js';
-import { ErrorReports } from './redis/error-reports.js';
+import { ErrorReports } from './stores/redis/adapters/error-reports.js';
 import { Runtime } from './runtime.js';
 import type { Shared } from './shared.js';
 import type { LockKindName, Store } from './store.js';
@@ -76,7 +76,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
         process.emitWarning(`a padlock '${event}' listener threw: ${String(error)}`, 'PadlockListenerWarning');
       }
     };
-    // One `error` event per outage, not one per failed call (redis/error-reports.ts).
+    // One `error` event per outage, not one per failed call (stores/redis/adapters/error-reports.ts).
     const errorReports = new ErrorReports((error) => emit('error', error));
     const reportError = (error: unknown): void => errorReports.report(error);
     const store: Store = openStore(resolved, {

@@ -1,6 +1,6 @@
 /**
  * What every lock of one Padlock shares, whatever its store: built once by the Padlock, handed to
- * each lock it makes. What only one store's locks share is that store's own (stores/redis-store.ts).
+ * each lock it makes. What only one store's locks share is that store's own (stores/redis/redis-store.ts).
  */
 import type { Emit, PadlockEvents } from './events.js';
 import type { Observer } from './observability/observer.js';

@@ -4,7 +4,7 @@
  * and where its data lives. A store makes the locks of each kind it serves, renews holds in batches
  * for the watchdog, and says which kinds it refuses and why. How a kind takes, waits without polling,
  * re-enters and releases is the store's own: Redis runs Lua scripts through a topology and wakes
- * waiters by pub/sub (stores/redis-store.ts); a consensus store keeps a sequential node per waiter
+ * waiters by pub/sub (stores/redis/redis-store.ts); a consensus store keeps a sequential node per waiter
  * and watches it.
  *
  * A store's lock kinds extend {@link Lock} (locks/lock.ts) and implement its few abstract members;

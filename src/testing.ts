@@ -6,7 +6,7 @@ import type { Observer } from './observability/observer.js';
 import type { Padlock } from './padlock.js';
 import type { Runtime } from './runtime.js';
 import type { Store } from './store.js';
-import { RedisStore } from './stores/redis-store.js';
+import { RedisStore } from './stores/redis/redis-store.js';
 import type { Watchdog } from './watchdog.js';
 
 /** The store-neutral parts of a Padlock. */

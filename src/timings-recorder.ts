@@ -8,8 +8,8 @@
 import { settleWithin } from './clock.js';
 import { PadlockOptionError, type LockLostReason } from './errors.js';
 import type { AcquireOutcome, ObservedLock, Observer, RenewalOutcome } from './observability/observer.js';
-import type { CommandConnection } from './redis/connection.js';
-import { ScriptRunner } from './redis/script-runner.js';
+import type { CommandConnection } from './stores/redis/adapters/connection.js';
+import { ScriptRunner } from './stores/redis/adapters/script-runner.js';
 import { bucketOf, DEFAULT_TIMINGS_TTL_MS, timingsKey, timingsRecordScript, type TimingMetric } from './timings.js';
 
 /** How often recorded times are sent to Redis. */

@@ -7,8 +7,8 @@
  * expires once nothing was recorded for its time to live (a day by default).
  */
 import { hashTag } from './keys.js';
-import { defineScript } from './redis/script-runner.js';
-import { luaSources } from './scripts/embedded.js';
+import { defineScript } from './stores/redis/adapters/script-runner.js';
+import { luaSources } from './stores/redis/scripts/embedded.js';
 
 /** Upper bounds of the histogram's buckets, in ms; a last bucket takes what is above the largest. */
 export const TIMING_BUCKETS_MS: readonly number[] = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 30_000, 60_000, 300_000];

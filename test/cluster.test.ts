@@ -7,8 +7,8 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { lockKeys, scriptKeys } from '../src/keys.js';
-import { renewScript } from '../src/scripts/index.js';
-import { keySlot } from '../src/redis/slot.js';
+import { renewScript } from '../src/stores/redis/scripts/index.js';
+import { keySlot } from '../src/stores/redis/adapters/slot.js';
 import { LockLostError, Padlock, type Lease } from '../src/index.js';
 import type { PadlockOptions } from '../src/options.js';
 import { command, info, startCluster, type RedisCluster } from './harness/topologies.js';

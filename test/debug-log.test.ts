@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { describeReply } from '../src/observability/debug-log.js';
-import { inspectScript } from '../src/scripts/index.js';
+import { inspectScript } from '../src/stores/redis/scripts/index.js';
 import { startServer } from './harness/redis.js';
 
 const fixture = fileURLToPath(new URL('./fixtures/debug-child.js', import.meta.url));

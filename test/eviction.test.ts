@@ -12,7 +12,7 @@ import type { Redis } from 'ioredis';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { LockLostError, Padlock, RedisCommandError } from '../src/index.js';
 import { lockKeys, livenessKey } from '../src/keys.js';
-import { EVICTION_WARNING_CODE } from '../src/redis/eviction-policy.js';
+import { EVICTION_WARNING_CODE } from '../src/stores/redis/adapters/eviction-policy.js';
 import { connect, delay, eventually, padlockOn, startServer, startServers } from './harness/redis.js';
 import { startCluster, startSentinelSet } from './harness/topologies.js';
 import { redisInternals } from '../src/testing.js';

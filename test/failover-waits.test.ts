@@ -14,7 +14,7 @@ import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } f
 import { commandCalls, connect, delay, eventually, startServer } from './harness/redis.js';
 import { inflict, recover } from './harness/faults.js';
 import { parseLock } from './harness/lock-state.js';
-import type { RedisClient } from '../src/redis/clients.js';
+import type { RedisClient } from '../src/stores/redis/adapters/clients.js';
 import type { PadlockOptions } from '../src/options.js';
 
 /** At most this many `error` events for one outage (a few distinct failures, never a stream). */

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { fork } from 'node:child_process';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { lockKeys } from '../src/keys.js';
-import { MutexProtocol } from '../src/locks/mutex-protocol.js';
+import { MutexProtocol } from '../src/stores/redis/kinds/mutex-protocol.js';
 import { probeScripts, probeWakes } from './harness/probes.js';
 import { connect, delay, eventually, padlockOn, runCall, startServer } from './harness/redis.js';
 import { holdsOf } from './harness/lock-state.js';

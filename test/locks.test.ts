@@ -5,8 +5,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Lease, LockNotHeldError, LockTimeoutError, Padlock, PadlockClosedError } from '../src/index.js';
-import { MutexProtocol } from '../src/locks/mutex-protocol.js';
-import type { GaveUp, ScriptCall } from '../src/topology/topology.js';
+import { MutexProtocol } from '../src/stores/redis/kinds/mutex-protocol.js';
+import type { GaveUp, ScriptCall } from '../src/stores/redis/topology/topology.js';
 import { lockKeys } from '../src/keys.js';
 import { activeResources, delay, eventually, runCall, settledResources } from './harness/redis.js';
 import { probeWakes } from './harness/probes.js';

@@ -10,7 +10,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { lockKeys } from '../src/keys.js';
 import type { Lockable, Padlock } from '../src/index.js';
-import { acquireScript, leaveScript } from '../src/scripts/index.js';
+import { acquireScript, leaveScript } from '../src/stores/redis/scripts/index.js';
 import { delay, eventually } from './harness/redis.js';
 import { probeScripts } from './harness/probes.js';
 import { TOPOLOGIES, eachKind, useTopology, type Kind, type PadlockRedis } from './harness/suite.js';

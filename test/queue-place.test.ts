@@ -9,9 +9,9 @@ import assert from 'node:assert/strict';
 import type { Redis } from 'ioredis';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { lockKeys, waiterChannel } from '../src/keys.js';
-import { MutexProtocol, type MutexKind } from '../src/locks/mutex-protocol.js';
-import { takenOut } from '../src/locks/queued-lock.js';
-import type { AcquireReply } from '../src/scripts/index.js';
+import { MutexProtocol, type MutexKind } from '../src/stores/redis/kinds/mutex-protocol.js';
+import { takenOut } from '../src/stores/redis/kinds/queued-lock.js';
+import type { AcquireReply } from '../src/stores/redis/scripts/index.js';
 import { connect, eventually, padlockOn, runCall, startServer } from './harness/redis.js';
 import { queuedOwners } from './harness/lock-state.js';
 

@@ -2,7 +2,7 @@ import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { fork } from 'node:child_process';
 import type { RedisServer } from '../src/devserver/redis-server.js';
-import { ReadWriteProtocol, holdMember, readWriteKeys } from '../src/locks/read-write-protocol.js';
+import { ReadWriteProtocol, holdMember, readWriteKeys } from '../src/stores/redis/kinds/read-write-protocol.js';
 import { connect, eventually, padlockOn, runCall, startServer } from './harness/redis.js';
 import { fixture, firstMessage } from './harness/children.js';
 

@@ -5,7 +5,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { LockUpgradeError, PadlockOptionError, type Padlock } from '../src/index.js';
-import { readWriteKeys } from '../src/locks/read-write-protocol.js';
+import { readWriteKeys } from '../src/stores/redis/kinds/read-write-protocol.js';
 import { TOPOLOGIES, useTopology, type TopologyUnderTest } from './harness/suite.js';
 import { eventually } from './harness/redis.js';
 import { internals } from '../src/testing.js';

@@ -2,7 +2,7 @@ import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { LockUpgradeError, PadlockOptionError, type Lease } from '../src/index.js';
-import { ReadWriteProtocol, holdMember, readWriteKeys } from '../src/locks/read-write-protocol.js';
+import { ReadWriteProtocol, holdMember, readWriteKeys } from '../src/stores/redis/kinds/read-write-protocol.js';
 import { probeWakes } from './harness/probes.js';
 import { commandCalls, connect, eventually, padlockOn, runCall, startServer } from './harness/redis.js';
 import { internals, redisInternals } from '../src/testing.js';

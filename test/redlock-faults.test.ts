@@ -9,7 +9,7 @@ import { lockKeys } from '../src/keys.js';
 import { Padlock } from '../src/index.js';
 import type { PadlockOptions } from '../src/options.js';
 import { monotonicNow } from '../src/clock.js';
-import type { Redlock } from '../src/topology/redlock.js';
+import type { Redlock } from '../src/stores/redis/topology/redlock.js';
 import { connect, delay, eventually, useMasters } from './harness/redis.js';
 import { holdsOf } from './harness/lock-state.js';
 import { redisInternals } from '../src/testing.js';

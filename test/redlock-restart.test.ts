@@ -10,8 +10,8 @@ import assert from 'node:assert/strict';
 import { lockKeys } from '../src/keys.js';
 import { Lease, Padlock, QuorumError } from '../src/index.js';
 import { monotonicNow } from '../src/clock.js';
-import { acquireScript } from '../src/scripts/index.js';
-import { checkedScript, epochScript } from '../src/topology/master-epoch.js';
+import { acquireScript } from '../src/stores/redis/scripts/index.js';
+import { checkedScript, epochScript } from '../src/stores/redis/topology/master-epoch.js';
 import { commandCalls, connect, delay, eventually, useMasters } from './harness/redis.js';
 import { holdsOf } from './harness/lock-state.js';
 

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { RedisServer } from '../src/devserver/redis-server.js';
-import { SEMAPHORE_LIMIT_WARNING } from '../src/locks/semaphore-limits.js';
+import { SEMAPHORE_LIMIT_WARNING } from '../src/stores/redis/kinds/semaphore-limits.js';
 import type { Padlock } from '../src/index.js';
 import { delay, eventually, padlockOn, startServer } from './harness/redis.js';
 

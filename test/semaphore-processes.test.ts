@@ -7,7 +7,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { fork, type ChildProcess } from 'node:child_process';
 import type { RedisServer } from '../src/devserver/redis-server.js';
-import { semaphoreKeys, semaphoreScriptKeys } from '../src/locks/semaphore-protocol.js';
+import { semaphoreKeys, semaphoreScriptKeys } from '../src/stores/redis/kinds/semaphore-protocol.js';
 import { probeWakes } from './harness/probes.js';
 import { fixture, firstMessage } from './harness/children.js';
 import { connect, padlockOn, startServer } from './harness/redis.js';

@@ -6,7 +6,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { PadlockOptionError, PermitLimitError, type Padlock } from '../src/index.js';
-import { semaphoreKeys } from '../src/locks/semaphore-protocol.js';
+import { semaphoreKeys } from '../src/stores/redis/kinds/semaphore-protocol.js';
 import { TOPOLOGIES, useTopology, type TopologyUnderTest } from './harness/suite.js';
 import { eventually } from './harness/redis.js';
 import { probeScripts, probeWakes } from './harness/probes.js';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import type { Redis } from 'ioredis';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { LockTimeoutError, PadlockOptionError, PermitLimitError } from '../src/index.js';
-import { semaphoreKeys, SemaphoreProtocol, semaphoreScriptKeys } from '../src/locks/semaphore-protocol.js';
+import { semaphoreKeys, SemaphoreProtocol, semaphoreScriptKeys } from '../src/stores/redis/kinds/semaphore-protocol.js';
 import { probeScripts, probeWakes } from './harness/probes.js';
 import { connect, delay, eventually, padlockOn, runCall, startServer } from './harness/redis.js';
 

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { lockKeys } from '../src/keys.js';
-import { keySlot } from '../src/redis/slot.js';
+import { keySlot } from '../src/stores/redis/adapters/slot.js';
 
 describe('cluster slots', () => {
   it('matches the slots Redis documents', () => {

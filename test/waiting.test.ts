@@ -2,7 +2,7 @@ import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { lockKeys, waiterChannel } from '../src/keys.js';
-import { MutexProtocol } from '../src/locks/mutex-protocol.js';
+import { MutexProtocol } from '../src/stores/redis/kinds/mutex-protocol.js';
 import { probeScripts, probeWakes, type WakeProbe } from './harness/probes.js';
 import { commandCalls, connect, delay, eventually, padlockOn, runCall, startServer } from './harness/redis.js';
 import { holdsOf, queuedOwners } from './harness/lock-state.js';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { LockLostError, LockNotHeldError, type Lease } from '../src/index.js';
 import { lockKeys } from '../src/keys.js';
-import { RENEWALS_PER_CALL } from '../src/renewals.js';
+import { RENEWALS_PER_CALL } from '../src/stores/redis/renewals.js';
 import { commandCalls, connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
 import { readLock } from './harness/lock-state.js';
 import { internals, redisInternals } from '../src/testing.js';

@@ -9,7 +9,7 @@
  * hear of errors and of the end, close), and gives the library's own object to `new Padlock`.
  */
 import type { Cluster as IoredisCluster, Redis as IoredisRedis, RedisOptions } from 'ioredis';
-import type { RedisClient } from '../redis/clients.js';
+import type { RedisClient } from '../stores/redis/adapters/clients.js';
 import { CliError, ExitCode, firstLine, usageError } from './errors.js';
 
 /** The client libraries the command knows, by package name. */

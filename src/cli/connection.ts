@@ -12,7 +12,7 @@
  * Every failure is a one-line {@link CliError} within {@link CONNECT_TIMEOUT_MS}.
  */
 import type { ScanNode } from '../inspection.js';
-import { connectionFor, type RedisClient } from '../redis/clients.js';
+import { connectionFor, type RedisClient } from '../stores/redis/adapters/clients.js';
 import { loadClientLibrary, type CliClient, type SentinelTarget } from './client-library.js';
 import { CliError, firstLine, usageError } from './errors.js';
 import { checkRedisUrl, CONNECT_TIMEOUT_MS, describeConnectError, redactUrl } from './redis-target.js';

@@ -7,7 +7,7 @@
 import { Option, type Command as CommanderCommand } from 'commander';
 import { createDashboard } from '../dashboard/handler.js';
 import { serveDashboard, type DashboardServer } from '../dashboard/server.js';
-import type { RedisClient } from '../redis/clients.js';
+import type { RedisClient } from '../stores/redis/adapters/clients.js';
 import { checkPrefix } from '../options.js';
 import type { CommandContext } from './command.js';
 import { connect, parseTarget, type Connection } from './connection.js';

@@ -1,9 +1,9 @@
 /**
  * What `list` and `inspect` say about the servers' `maxmemory-policy`: a server that evicts keys when
- * full may take a lock away from its holder (src/redis/eviction-policy.ts), so each such server gets
+ * full may take a lock away from its holder (src/stores/redis/adapters/eviction-policy.ts), so each such server gets
  * a warning line under the output, and `--json` a `servers` field.
  */
-import { evictionRisk, evicts, memoryPolicyOf, SAFE_POLICY } from '../redis/eviction-policy.js';
+import { evictionRisk, evicts, memoryPolicyOf, SAFE_POLICY } from '../stores/redis/adapters/eviction-policy.js';
 import type { Connection } from './connection.js';
 import type { Colors } from './render.js';
 

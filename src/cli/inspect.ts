@@ -5,7 +5,7 @@
 import type { Command as CommanderCommand } from 'commander';
 import { LockReaper, type HolderLiveness, type LockState } from '../inspection.js';
 import { checkName } from '../options.js';
-import { connectionFor } from '../redis/clients.js';
+import { connectionFor } from '../stores/redis/adapters/clients.js';
 import type { CommandContext } from './command.js';
 import { redisFailure } from './connection.js';
 import { evictionLines, readServerPolicies, type ServerPolicy } from './eviction.js';

@@ -5,7 +5,7 @@
 import type { Command as CommanderCommand } from 'commander';
 import { checkPrefix } from '../options.js';
 import { LockReader } from '../inspection.js';
-import { connectionFor } from '../redis/clients.js';
+import { connectionFor } from '../stores/redis/adapters/clients.js';
 import type { CommandContext } from './command.js';
 import { connect, parseTarget, type Connection } from './connection.js';
 import { interruptedError, usageError } from './errors.js';

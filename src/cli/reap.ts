@@ -3,12 +3,12 @@
  * it has let its liveness key run out — and gives each its queue's turn, as a release would. Once,
  * or every `--every` seconds until Ctrl-C. A hold whose client is alive is never touched; on one
  * server (or a Sentinel primary) the check and the free are one atomic script, on a Cluster the
- * liveness keys live in other slots and are checked just before (src/reaping.ts).
+ * liveness keys live in other slots and are checked just before (src/stores/redis/reaping.ts).
  */
 import type { Command as CommanderCommand } from 'commander';
 import { LockReaper, type LockState } from '../inspection.js';
-import { connectionFor } from '../redis/clients.js';
-import type { ReapOutcome } from '../reaping.js';
+import { connectionFor } from '../stores/redis/adapters/clients.js';
+import type { ReapOutcome } from '../stores/redis/reaping.js';
 import type { CommandContext } from './command.js';
 import { redisFailure } from './connection.js';
 import { ExitCode, interruptedError } from './errors.js';

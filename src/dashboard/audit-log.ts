@@ -5,7 +5,7 @@
  * read from the first that answers).
  */
 import type { LockKind } from '../inspection.js';
-import type { ScriptRunner } from '../redis/script-runner.js';
+import type { ScriptRunner } from '../stores/redis/adapters/script-runner.js';
 import { auditAppendScript, auditReadScript } from './scripts.js';
 import type { AuditEntry } from './snapshot.js';
 

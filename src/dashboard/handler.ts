@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LockKind } from '../inspection.js';
 import type { Padlock } from '../padlock.js';
-import type { RedisClient } from '../redis/clients.js';
+import type { RedisClient } from '../stores/redis/adapters/clients.js';
 import { LiveFeed } from './live-feed.js';
 import { pageHtml } from './page.js';
 import { RedisSource } from './redis-source.js';

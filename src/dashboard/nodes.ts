@@ -1,11 +1,11 @@
 /**
  * The servers a dashboard must SCAN to find every lock: the one server (or Sentinel-managed
  * primary), each master of a Cluster (as the client knows them now: they may change), or each
- * Redlock master. Found by the members each client library's objects have, as src/redis/clients.ts
+ * Redlock master. Found by the members each client library's objects have, as src/stores/redis/adapters/clients.ts
  * tells clients apart, never by importing a library.
  */
-import { connectionFor, type RedisClient } from '../redis/clients.js';
-import type { CommandConnection } from '../redis/connection.js';
+import { connectionFor, type RedisClient } from '../stores/redis/adapters/clients.js';
+import type { CommandConnection } from '../stores/redis/adapters/connection.js';
 
 /** An ioredis or iovalkey `Cluster`: its masters, each an ioredis `Redis`. */
 interface IoredisClusterLike {

@@ -3,7 +3,7 @@
  * Sentinel-managed primary (one connection), a Cluster (SCAN on each master, each lock read where
  * its slot lives), or Redlock (every master scanned and read, a lock shown as its majority of
  * masters has it). Lock states are read by src/inspection.ts's scripts, holders' liveness from
- * their liveness keys (src/liveness.ts), force-release goes through padlock's own `forceRelease()`
+ * their liveness keys (src/stores/redis/liveness.ts), force-release goes through padlock's own `forceRelease()`
  * (src/force-release.ts), and the audit log and distributions are small bounded structures
  * (./audit-log.ts, src/timings.ts).
  *
@@ -13,12 +13,12 @@
  */
 import { livenessKey } from '../keys.js';
 import { inUse, kindLabel, LockReader, scanLocks, type LockId, type LockKind, type LockState, type ScanNode } from '../inspection.js';
-import { clientsAliveCall } from '../liveness.js';
+import { clientsAliveCall } from '../stores/redis/liveness.js';
 import { Padlock } from '../padlock.js';
 import { checkPrefix } from '../options.js';
-import { connectionFor, type RedisClient } from '../redis/clients.js';
-import type { CommandConnection } from '../redis/connection.js';
-import { ScriptRunner } from '../redis/script-runner.js';
+import { connectionFor, type RedisClient } from '../stores/redis/adapters/clients.js';
+import type { CommandConnection } from '../stores/redis/adapters/connection.js';
+import { ScriptRunner } from '../stores/redis/adapters/script-runner.js';
 import { forceRelease } from '../force-release.js';
 import { TIMINGS_SUFFIX, timingsKey, timingsReadScript } from '../timings.js';
 import { AuditLog } from './audit-log.js';

@@ -1,6 +1,6 @@
 /** The dashboard's own Lua scripts (the lock states are read by src/inspection.ts's), typed at the boundary. */
-import { defineScript } from '../redis/script-runner.js';
-import { luaSources } from '../scripts/embedded.js';
+import { defineScript } from '../stores/redis/adapters/script-runner.js';
+import { luaSources } from '../stores/redis/scripts/embedded.js';
 
 function strings(name: string, reply: unknown): string[] {
   if (!Array.isArray(reply)) throw new TypeError(`${name}: unexpected reply ${JSON.stringify(reply)}`);

@@ -2,13 +2,13 @@
  * padlock's debug log: `NODE_DEBUG=padlock` (Node's `util.debuglog`) writes to stderr one line per
  * script command sent to Redis (script, lock, node, duration, and the reply's status or the error),
  * and one for each hold warning, lost lock and shutdown step. Off, it costs nothing per call: the
- * script runner wraps its connection only when the log is on (src/redis/script-runner.ts).
+ * script runner wraps its connection only when the log is on (src/stores/redis/adapters/script-runner.ts).
  *
  * Owner tokens are never written: a token lets its bearer re-enter the hold (`acquire({ owner })`).
  */
 import { performance } from 'node:perf_hooks';
 import { debuglog } from 'node:util';
-import type { Arg, CommandConnection, EvalshaCall, WaitFor } from '../redis/connection.js';
+import type { Arg, CommandConnection, EvalshaCall, WaitFor } from '../stores/redis/adapters/connection.js';
 
 const log = debuglog('padlock');
 

@@ -7,7 +7,7 @@ import type { Store, StoreHost } from '../store.js';
 import type { Etcd3 } from 'etcd3';
 import type { Client as ZooKeeperClient } from 'node-zookeeper-client';
 import { EtcdStore } from './etcd/etcd-store.js';
-import { RedisStore } from './redis-store.js';
+import { RedisStore } from './redis/redis-store.js';
 import { ZooKeeperStore } from './zookeeper/zookeeper-store.js';
 
 /** The store for `options` (resolved), reporting to `host`. */

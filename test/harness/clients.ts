@@ -15,7 +15,7 @@ import { createClient as createClient5, createCluster as createCluster5, createS
 import { createClient as createClient4, createCluster as createCluster4 } from 'redis4';
 import type { RedisServer } from '../../src/devserver/redis-server.js';
 import type { RedisClient } from '../../src/index.js';
-import { orderOf } from '../../src/redis/node-redis.js';
+import { orderOf } from '../../src/stores/redis/adapters/node-redis.js';
 
 /** The client libraries the suites run against, by the name tests show. */
 export const CLIENTS = ['ioredis', 'node-redis', 'node-redis 5', 'node-redis 4', 'iovalkey'] as const;
@@ -170,7 +170,7 @@ function nodeRedisOf(library: 'node-redis' | 'node-redis 5' | 'node-redis 4', ta
     case 'sentinel': {
       const sentinelRootNodes = target.sentinels.map((s) => ({ host: s.host, port: s.port }));
       const sentinel = make(factories.sentinel, { name: target.name, sentinelRootNodes }) as NodeRedisAny & RedisClient & { sendCommand: SendSentinel };
-      // padlock sends a sentinel's calls one at a time, in order (src/redis/node-redis.ts): a read
+      // padlock sends a sentinel's calls one at a time, in order (src/stores/redis/adapters/node-redis.ts): a read
       // behind them takes its turn in the same queue.
       return nodeRedis(sentinel, (key) => orderOf(sentinel)(() => sentinel.sendCommand(false, ['EXISTS', key])));
     }

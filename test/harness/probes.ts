@@ -10,8 +10,8 @@
  * cannot say which script ran.
  */
 import type { Padlock } from '../../src/index.js';
-import type { GaveUp, ScriptCall as ScriptCallOf } from '../../src/topology/topology.js';
-import type { Watch } from '../../src/subscriber.js';
+import type { GaveUp, ScriptCall as ScriptCallOf } from '../../src/stores/redis/topology/topology.js';
+import type { Watch } from '../../src/stores/redis/subscriber.js';
 import { redisInternals } from '../../src/testing.js';
 
 /** The longest timer Node accepts. */

@@ -8,7 +8,7 @@ import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import { startRedisServer, type RedisServer, type RedisServerOptions } from '../../src/devserver/redis-server.js';
 import { Padlock } from '../../src/index.js';
 import type { PadlockOptions } from '../../src/options.js';
-import type { ScriptCall } from '../../src/topology/topology.js';
+import type { ScriptCall } from '../../src/stores/redis/topology/topology.js';
 import { isDeepStrictEqual } from 'node:util';
 
 const unhandled: unknown[] = [];

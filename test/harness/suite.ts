@@ -32,8 +32,8 @@ import type { Cluster, Redis } from 'ioredis';
 import type { RedisServer } from '../../src/devserver/redis-server.js';
 import { Padlock, PadlockOptionError, type RedisClient } from '../../src/index.js';
 import type { PadlockOptions } from '../../src/options.js';
-import type { Script } from '../../src/redis/script-runner.js';
-import * as scripts from '../../src/scripts/index.js';
+import type { Script } from '../../src/stores/redis/adapters/script-runner.js';
+import * as scripts from '../../src/stores/redis/scripts/index.js';
 import { connect, startServer, startServers } from './redis.js';
 import { command, fieldsOf, info } from './admin.js';
 import { startCluster } from './cluster.js';
@@ -217,7 +217,7 @@ export interface TopologyUnderTest {
   coldScripts(key: string, keep: readonly Script<unknown>[]): Promise<void>;
 }
 
-/** Every script padlock sends (src/scripts/index.ts exports nothing else). */
+/** Every script padlock sends (src/stores/redis/scripts/index.ts exports nothing else). */
 const SCRIPTS: readonly Script<unknown>[] = Object.values(scripts);
 
 /** Each client of `redis` (one, or one per Redlock master). */

@@ -254,7 +254,7 @@ describe('the packed package, installed into fresh projects', { concurrency: 3 }
         const errors = compile.stdout.split('\n').filter((line) => line.includes('error TS'));
         assert.equal(compile.code, 0, `tsc (module ${project.tsModule}, moduleResolution ${project.tsResolution}):\n${errors.join('\n') || compile.stdout}`);
         // The declarations of the matching build, and only those: ESM types for ESM code, CommonJS types for CommonJS.
-        // (Entry points only: a declaration deeper in dist, e.g. dist/scripts/index.d.ts, is not one.)
+        // (Entry points only: a declaration deeper in dist, e.g. dist/stores/redis/scripts/index.d.ts, is not one.)
         const padlockTypes = compile.stdout.split('\n').filter((line) => /\/node_modules\/padlock\/dist\/(cjs\/)?index\.d\.ts$/.test(line));
         assert.deepEqual(padlockTypes.map((line) => line.slice(line.indexOf('/node_modules/padlock/'))), [project.format === 'esm' ? '/node_modules/padlock/dist/index.d.ts' : '/node_modules/padlock/dist/cjs/index.d.ts']);
       } else {
@@ -312,7 +312,7 @@ describe('the packed package, installed into fresh projects', { concurrency: 3 }
       .filter((entry) => entry.isFile())
       .map((entry) => join(entry.parentPath, entry.name).slice(installed.length + 1));
     const withLua = files.filter((file) => file.endsWith('.js') && readFileSync(join(installed, file), 'utf8').includes("redis.call('TIME')"));
-    assert.deepEqual(withLua, ['dist/cjs/scripts/embedded.js'], 'the embedded Lua ships once; the ES module build re-exports it');
+    assert.deepEqual(withLua, ['dist/cjs/stores/redis/scripts/embedded.js'], 'the embedded Lua ships once; the ES module build re-exports it');
     assert.deepEqual(files.filter((file) => file.startsWith('src/') || file.endsWith('.map') || file.endsWith('.ts') && !file.endsWith('.d.ts')), [], 'no TypeScript sources, no source maps');
     assert.deepEqual(files.filter((file) => file.startsWith('dist/cli/') && file.endsWith('.d.ts')), [], 'no declarations for the bin');
     assert.ok(files.every((file) => statSync(join(installed, file)).size < 300_000), 'no file of 300 KB or more');

@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis';
 import type { RedisServer } from '../../src/devserver/redis-server.js';
 import { Lease, LockNotHeldError, LockUpgradeError, Padlock, PadlockOptionError, type AcquireOptions } from '../../src/index.js';
 import { resolveAcquireOptions } from '../../src/options.js';
-import { ReadWriteProtocol, holdMember, readWriteKeys, type ReadWriteKeys, type ReadWriteSide } from '../../src/locks/read-write-protocol.js';
+import { ReadWriteProtocol, holdMember, readWriteKeys, type ReadWriteKeys, type ReadWriteSide } from '../../src/stores/redis/kinds/read-write-protocol.js';
 import { connect, padlockOn, runCall, startServer } from '../harness/redis.js';
 import { anyValue, describeOutcome, invalidNameString, nearMs, nearOwner, outcomeOf, runs, spyClient, validName, validOwner, MAX_MS } from './support.js';
 import { internals } from '../../src/testing.js';

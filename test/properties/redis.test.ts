@@ -20,7 +20,7 @@ import {
   type AcquireOptions,
 } from '../../src/index.js';
 import { lockKeys, type LockKeys } from '../../src/keys.js';
-import { MutexProtocol } from '../../src/locks/mutex-protocol.js';
+import { MutexProtocol } from '../../src/stores/redis/kinds/mutex-protocol.js';
 import { connect, padlockOn, startServer } from '../harness/redis.js';
 import {
   MAX_MS,

@@ -6,7 +6,7 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
-import { releaseScript, renewScript } from '../../src/scripts/index.js';
+import { releaseScript, renewScript } from '../../src/stores/redis/scripts/index.js';
 import { connect, delay, eventually, startServer } from '../harness/redis.js';
 import { describeReport, isLive, isSafe } from './checker.js';
 import { isStopped } from './fleet.js';

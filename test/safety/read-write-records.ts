@@ -3,7 +3,7 @@
  * (process.hrtime, CLOCK_MONOTONIC: one clock for every process of the machine) between which its
  * hold was known valid. Sent over IPC as strings (bigints do not survive JSON).
  */
-import type { ReadWriteSide } from '../../src/locks/read-write-protocol.js';
+import type { ReadWriteSide } from '../../src/stores/redis/kinds/read-write-protocol.js';
 
 export interface ReadWriteSection {
   readonly worker: number;

@@ -5,7 +5,7 @@
  */
 import { Redis } from 'ioredis';
 import { Padlock, type Lease } from '../../src/index.js';
-import type { ReadWriteSide } from '../../src/locks/read-write-protocol.js';
+import type { ReadWriteSide } from '../../src/stores/redis/kinds/read-write-protocol.js';
 import { Random } from './random.js';
 import { toWire, type ReadWriteSection, type ReadWriteWorkerMessage } from './read-write-records.js';
 import { sendToParent } from './worker-ipc.js';

@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import type { RedisServer } from '../../src/devserver/redis-server.js';
-import { semaphoreKeys, semaphoreScriptKeys } from '../../src/locks/semaphore-protocol.js';
+import { semaphoreKeys, semaphoreScriptKeys } from '../../src/stores/redis/kinds/semaphore-protocol.js';
 import { connect, eventually, startServer } from '../harness/redis.js';
 import { isStopped } from './fleet.js';
 import { checkPermits } from './semaphore-checker.js';

@@ -16,7 +16,7 @@ import { fullCycle } from './cycle.js';
 
 /** The commands padlock's Lua scripts call, read from the scripts themselves. */
 function scriptCommands(): string[] {
-  const dir = resolve(dirname(fileURLToPath(import.meta.url)), '../../../src/scripts');
+  const dir = resolve(dirname(fileURLToPath(import.meta.url)), '../../../src/stores/redis/scripts');
   const commands = new Set<string>();
   for (const file of readdirSync(dir).filter((f) => f.endsWith('.lua'))) {
     for (const match of readFileSync(join(dir, file), 'utf8').matchAll(/redis\.p?call\(\s*'([A-Za-z]+)'/g)) commands.add(match[1]?.toLowerCase() ?? '');

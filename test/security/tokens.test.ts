@@ -72,7 +72,7 @@ function libraryModules(entry: string): string[] {
 
 const here = dirname(fileURLToPath(import.meta.url));
 const buildSrc = resolve(here, '../../src');
-const sourceScripts = resolve(here, '../../../src/scripts');
+const sourceScripts = resolve(here, '../../../src/stores/redis/scripts');
 
 describe('security: no Math.random', () => {
   it('no library module reachable from the public entry, nor any Lua script, mentions a weak generator', () => {

@@ -1,0 +1,154 @@
+/**
+ * The protocol of the mutex family (`mutex` and `fairMutex`, which share one hash and queue): which
+ * script each step runs, with which keys and arguments. Calls are built here and run by a topology;
+ * their replies are typed in scripts/index.ts. See docs/protocol.md.
+ */
+import { scriptKeys, waiterChannel, type LockKeys } from '../../../keys.js';
+import {
+  acquireScript,
+  enqueueScript,
+  forceReleaseScript,
+  inspectScript,
+  leaveScript,
+  reapScript,
+  reenterScript,
+  releaseScript,
+  renewScript,
+  type AcquireReply,
+  type HolderReply,
+  type InspectReply,
+  type ReapReply,
+  type ReleaseReply,
+} from '../scripts/index.js';
+import { newRequestId } from '../../../tokens.js';
+import { anyQuorum, grantQuorum, readQuorum, reapQuorum, releaseQuorum, renewQuorum } from '../topology/quorum.js';
+import type { Granted, ScriptCall } from '../topology/topology.js';
+
+/** A waiter that missed this many heartbeats in a row is taken for dead and skipped. */
+export const HEARTBEATS_ALLOWED = 3;
+
+/** How an attempt treats the queue: take a free lock only, or also join (or refresh) the queue, at its tail or head. */
+export type QueueMode = 'try' | 'queue' | 'requeue';
+
+/** How a free lock is shared out: anyone may take it (`mutex`), or the queue's head first (`fair`). */
+export type MutexKind = 'mutex' | 'fair';
+
+/** A hold as renewal needs it. */
+export interface Renewable {
+  readonly keys: LockKeys;
+  readonly owner: string;
+  readonly leaseMs: number;
+}
+
+export class MutexProtocol {
+  constructor(
+    readonly keys: LockKeys,
+    readonly kind: MutexKind,
+    /** The Padlock's id: its waiters' channel carries it, and the holds it takes record it. */
+    readonly clientId: string,
+    /** Whether the lock's channels are sharded (SPUBLISH/SSUBSCRIBE: a Cluster) or classic. */
+    readonly sharded = false,
+  ) {}
+
+  /** The command the scripts publish with. */
+  get #publish(): 'SPUBLISH' | 'PUBLISH' {
+    return publishCommand(this.sharded);
+  }
+
+  /** The channel on which this Padlock's waiters of this lock are woken or handed the lock. */
+  get waiterChannel(): string {
+    return waiterChannel(this.keys, this.clientId);
+  }
+
+  /**
+   * Takes the lock for a new `owner` if free. `try` never queues; `queue` (at the tail) and `requeue`
+   * (at the head) make an owner that must wait join the queue, or refresh its heartbeat there.
+   * `ticket` is when the wait began (ms, this client's clock): sent only by a topology of several
+   * servers (with the fence it proposes, see `ScriptCall.proposing`), where every server orders its
+   * queue by it, so that they all wake the same waiter first. One server orders waiters as they come.
+   * `place` finds the waiter's entry in the queue: the entry its last call returned (busy replies
+   * carry it), `''` when it is in no queue (its first join, or woken with its entry taken out), `'?'`
+   * when it does not know (then the queue is searched).
+   */
+  attempt(owner: string, leaseMs: number, mode: QueueMode, heartbeatMs: number, ticket = 0, place = ''): ScriptCall<AcquireReply> {
+    return this.#attempt(owner, leaseMs, mode, heartbeatMs, ticket, place, 0);
+  }
+
+  #attempt(owner: string, leaseMs: number, mode: QueueMode, heartbeatMs: number, ticket: number, place: string, fence: number): ScriptCall<AcquireReply> {
+    const keys = scriptKeys(this.keys);
+    const lock = this.keys.name;
+    const grants = this.#grants(owner);
+    // The owner is fresh: releasing one hold of it where nothing was granted changes nothing.
+    const undoUnanswered = this.release(owner, 1);
+    const proposing = (proposed: number): ScriptCall<AcquireReply> => this.#attempt(owner, leaseMs, mode, heartbeatMs, ticket, place, proposed);
+    const quorum = grantQuorum(owner, leaseMs, true);
+    if (mode === 'try') return { script: acquireScript, keys, args: [owner, leaseMs, this.kind, fence, this.clientId], lock, quorum, grants, undoUnanswered, proposing };
+    const allowance = heartbeatMs * HEARTBEATS_ALLOWED;
+    const args = [owner, leaseMs, this.kind, this.clientId, allowance, mode === 'queue' ? 'tail' : 'head', fence, fence > 0 ? ticket : 0, place];
+    return { script: enqueueScript, keys, args, lock, quorum, grants, undoUnanswered, proposing, unqueue: this.leave(owner, true) };
+  }
+
+  /** Adds one hold for an `owner` that holds the lock (`not-held` otherwise), and this client to its clients; never shortens the lease. */
+  reenter(owner: string, leaseMs: number): ScriptCall<AcquireReply> {
+    const quorum = grantQuorum(owner, leaseMs, false);
+    return { script: reenterScript, keys: [this.keys.lock], args: [owner, leaseMs, newRequestId(), this.clientId], lock: this.keys.name, quorum, grants: this.#grants(owner) };
+  }
+
+  /** An acquire reply grants one hold of `owner`, which a release of one gives back. */
+  #grants(owner: string): (reply: AcquireReply) => Granted | undefined {
+    return (reply) => (reply.status === 'acquired' ? { undo: this.release(owner, 1) } : undefined);
+  }
+
+  /** Releases `count` holds of `owner`; the last one frees the lock and gives the turn to the queue. */
+  release(owner: string, count: number): ScriptCall<ReleaseReply> {
+    return { script: releaseScript, keys: scriptKeys(this.keys), args: [owner, count, newRequestId(), this.keys.released, this.#publish], lock: this.keys.name, quorum: releaseQuorum };
+  }
+
+  /** Takes a waiter that gave up out of the queue, passing on a turn it was given (`only`: leaves the queue and nothing more). Idempotent. */
+  leave(owner: string, only = false): ScriptCall<boolean> {
+    return { script: leaveScript, keys: scriptKeys(this.keys), args: [owner, this.keys.released, this.#publish, only ? 'only' : 'pass-on'], lock: this.keys.name, quorum: anyQuorum };
+  }
+
+  /** Deletes the lock whoever holds it and gives the turn to the queue. */
+  forceRelease(): ScriptCall<boolean> {
+    return { script: forceReleaseScript, keys: scriptKeys(this.keys), args: [this.keys.released, this.#publish], lock: this.keys.name, quorum: anyQuorum };
+  }
+
+  /** Reads the lock's holders, fence and remaining lease. */
+  inspect(): ScriptCall<InspectReply> {
+    return { script: inspectScript, keys: [this.keys.lock], args: [], lock: this.keys.name, quorum: readQuorum };
+  }
+
+  /**
+   * Frees the lock of `keys` if `holder` still holds it and its clients are dead, giving the turn to
+   * the queue: `liveness` are the clients' liveness keys, checked in the script (on the lock's
+   * server); `undefined` when the caller checked them elsewhere just before (a Cluster).
+   */
+  static reap(keys: LockKeys, holder: HolderReply, liveness: readonly string[] | undefined, sharded: boolean): ScriptCall<ReapReply> {
+    return {
+      script: reapScript,
+      keys: [...scriptKeys(keys), ...(liveness ?? [])],
+      args: [holder.owner, holder.clients, keys.released, publishCommand(sharded), liveness === undefined ? 'checked' : 'here'],
+      lock: keys.name,
+      quorum: reapQuorum,
+    };
+  }
+
+  /** Lengthens each hold's lease to at least its `leaseMs` (or `ms`, for one) while its owner still holds it; 0 for those it does not. */
+  static renew(holds: readonly Renewable[], ms?: number): ScriptCall<number[]> {
+    return {
+      script: renewScript,
+      keys: holds.map((h) => h.keys.lock),
+      args: holds.flatMap((h) => [h.owner, ms ?? h.leaseMs]),
+      lock: holds.length === 1 ? holds[0]?.keys.name : undefined,
+      quorum: renewQuorum(holds.length, Math.min(...holds.map((h) => ms ?? h.leaseMs))),
+      // A renewal lengthens holds; one that replicas did not acknowledge simply does not count.
+      grants: () => ({ undo: undefined }),
+    };
+  }
+}
+
+/** The command the scripts publish with: sharded on a Cluster. Every kind's protocol uses it. */
+export function publishCommand(sharded: boolean): 'SPUBLISH' | 'PUBLISH' {
+  return sharded ? 'SPUBLISH' : 'PUBLISH';
+}

@@ -1,0 +1,117 @@
+/**
+ * Redlock's restart rule: a master that may have lost grants (restarted empty, or restarted from a
+ * file that missed the last writes, or a replica promoted in its place) sits out — its grants do not
+ * count — until the longest lease it might have granted has passed. See docs/protocol.md, "A master
+ * that lost its data".
+ *
+ * Each master keeps one marker hash (`<prefix>:redlock-epoch`): the `run_id` of the process that wrote
+ * it, when that process first saw it (`born`, its own clock), when its grants count again (`until`;
+ * -1 while nobody has said yet) and the longest lease any client asked of the set (`longest`). The
+ * marker lives in the same dataset as the grants: whatever loses a grant loses the marker too, or
+ * leaves one that another process wrote (another `run_id`). Either way the master starts a new epoch.
+ * The check runs in the same script as the grant, after it, so it reads the process that made the
+ * grant.
+ */
+import type { Arg } from '../adapters/connection.js';
+import { defineScript, type Script, type ScriptRunner, type ScriptSend } from '../adapters/script-runner.js';
+import { luaSources } from '../scripts/embedded.js';
+import type { GaveUp } from './topology.js';
+
+/** A master's epoch as one check read it. */
+export interface Epoch {
+  /** `ready`: its grants count; `sitting`: for `waitMs` more; `unresolved`: a new epoch whose sit-out nobody has set yet. */
+  readonly state: 'ready' | 'sitting' | 'unresolved';
+  /** How long it still sits out (ms; 0 unless `sitting`). */
+  readonly waitMs: number;
+  /** The longest lease recorded there (ms). */
+  readonly longestMs: number;
+  /** When the epoch began, on the master's clock (ms): a resolution names it, so it never resolves a newer one. */
+  readonly born: number;
+  /** The run id of the process that answered: a later check over the same connection names it, and so costs no INFO. */
+  readonly run: string;
+}
+
+/**
+ * The TTL a marker is given: twice the longest lease recorded (the script never sets less), set
+ * when the marker changes and again once half of it ran. After any round that touched it, a marker
+ * so lives at least the longest lease: longer than every hold that round could have granted or
+ * renewed. Markers that all ran out mean no lock granted on the set can still be held: a first use again.
+ */
+export function markerTtlMs(longestMs: number): number {
+  return Math.max(10_000, 2 * longestMs);
+}
+
+
+/** The marker's check and resolve (src/stores/redis/scripts/redlock-epoch.lua). */
+export const epochScript = defineScript('redlock-epoch', luaSources.redlockEpoch, (reply): Epoch => {
+  if (!Array.isArray(reply) || reply.length !== 5 || !reply.slice(0, 4).every((v) => typeof v === 'number') || typeof reply[4] !== 'string') {
+    throw new TypeError(`redlock-epoch: unexpected reply ${JSON.stringify(reply)}`);
+  }
+  const [resolved, waitMs, longestMs, born, run] = reply as [number, number, number, number, string];
+  return { state: resolved === 0 ? 'unresolved' : waitMs > 0 ? 'sitting' : 'ready', waitMs, longestMs, born, run };
+});
+
+/**
+ * The check a round runs after its call: records `longestMs` and reads the epoch. `knownRun`: the
+ * run id an earlier check read over the very connection this one is sent on, or `''`. The script
+ * takes it at its word where the marker names the same run (then it skips the INFO that reads it),
+ * so the caller must not count an answer that came over another connection (a reconnect: a call
+ * sent again to whatever process now listens there).
+ */
+export function checkArgs(longestMs: number, knownRun: string): Arg[] {
+  return ['check', longestMs, markerTtlMs(longestMs), knownRun];
+}
+
+/** Sets an unresolved epoch's sit-out (ms); nothing if the epoch read (`born`) is not the master's any more. */
+export function resolveArgs(epoch: Epoch, sitOutMs: number, longestMs: number): Arg[] {
+  return ['resolve', Math.ceil(sitOutMs), markerTtlMs(longestMs), epoch.born];
+}
+
+/** A call's reply and the epoch of the process that ran it. */
+export interface Checked<Result> {
+  readonly value: Result;
+  readonly epoch: Epoch;
+}
+
+/** How many arguments of a checked call are the check's (they come first: see {@link checkedScript}). */
+const CHECK_ARGS = 4;
+
+const checkedScripts = new Map<Script<unknown>, Script<Checked<unknown>>>();
+
+/**
+ * `script` followed by the epoch check, as one script: KEYS are the marker and then `script`'s own,
+ * ARGV the check's four ({@link checkArgs}) and then `script`'s own. Each part runs as a function
+ * whose parameters `KEYS` and `ARGV` are its own slices (they hide the globals of those names), so
+ * `script`'s source runs unchanged. The check so reads the very process that ran the call, in the
+ * same atomic step, and a master costs one command, one write and one script run per attempt.
+ */
+export function checkedScript<Result>(script: Script<Result>): Script<Checked<Result>> {
+  const known = checkedScripts.get(script);
+  if (known !== undefined) return known as Script<Checked<Result>>;
+  const source = [
+    `-- ${script.name}, then the Redlock epoch check (src/stores/redis/topology/master-epoch.ts).`,
+    'local call_keys, call_args = {}, {}',
+    'for i = 2, #KEYS do call_keys[i - 1] = KEYS[i] end',
+    `for i = ${CHECK_ARGS + 1}, #ARGV do call_args[i - ${CHECK_ARGS}] = ARGV[i] end`,
+    'local reply = (function(KEYS, ARGV)',
+    script.source,
+    'end)(call_keys, call_args)',
+    // A nil would end the reply's array early: Redis reads false as a nil reply.
+    'if reply == nil then reply = false end',
+    'local epoch = (function(KEYS, ARGV)',
+    luaSources.redlockEpoch,
+    `end)({KEYS[1]}, {${Array.from({ length: CHECK_ARGS }, (_, i) => `ARGV[${i + 1}]`).join(', ')}})`,
+    'return {reply, epoch}',
+  ].join('\n');
+  const checked = defineScript(`${script.name}+redlock-epoch`, source, (reply): Checked<Result> => {
+    if (!Array.isArray(reply) || reply.length !== 2) throw new TypeError(`${script.name}+redlock-epoch: unexpected reply ${JSON.stringify(reply)}`);
+    return { value: script.parse(reply[0]), epoch: epochScript.parse(reply[1]) };
+  });
+  checkedScripts.set(script, checked);
+  return checked;
+}
+
+/** Runs `call` and the epoch check in one script on one master ({@link checkedScript}). */
+export function sendChecked<Result>(runner: ScriptRunner, call: ScriptSend<Result>, marker: string, check: readonly Arg[], gaveUp?: GaveUp): Promise<Checked<Result>> {
+  return runner.send(checkedScript(call.script), [marker, ...call.keys], [...check, ...call.args], call.lock, gaveUp);
+}

@@ -1,0 +1,604 @@
+/**
+ * Redlock: N ≥ 3 independent masters. Every call goes to all of them in parallel, each with its own
+ * time-out (small beside the call's lease), and the answers add up by the call's rule, as soon as
+ * the answers so far decide it (the other masters' calls run on in the background, bounded):
+ * - a grant (acquire, enqueue, re-enter) needs a majority of grants whose shortest lease, less the
+ *   time the round took and a drift, is still positive; the fence then becomes the greatest any
+ *   granting master gave, written back to a majority before the grant is returned (so fences
+ *   increase across overlapping majorities). Anything short of that is undone on every master
+ *   that granted (and, for a fresh owner, on every master that did not answer);
+ * - a renewal holds where a majority renewed it; the lease is the majority's shortest;
+ * - a release, a leave and a force-release go to every master (a release returns once a majority
+ *   released); a read (inspect) takes the majority;
+ * - a reap goes to every master, each checking the holder's liveness key there: freed where every
+ *   client's key is gone (a dead client's key runs out on every master);
+ * - a liveness key write goes to every master and needs a majority.
+ * A master's late grant is given back when it arrives. Each call states its rule (quorum.ts): the
+ * mutex family's calls state these; a kind whose calls only one server can decide is refused here
+ * (REFUSALS), and such a call refused before any master runs it.
+ */
+import { randomInt } from 'node:crypto';
+import { bound, driftMs, monotonicNow } from '../../../clock.js';
+import { QuorumError, RedisUnavailableError, type NodeOutcome } from '../../../errors.js';
+import type { CommandConnection, SubscriberConnection } from '../adapters/connection.js';
+import { fanInSubscriber } from '../adapters/fan-in-subscriber.js';
+import { FenceProposer } from './fence-proposer.js';
+import { checkArgs, epochScript, resolveArgs, sendChecked, type Epoch } from './master-epoch.js';
+import { ScriptRunner, type ScriptSend } from '../adapters/script-runner.js';
+import { EvictionPolicyCheck } from '../adapters/eviction-policy.js';
+import { raiseFenceScript, type AcquireReply, type HolderReply, type InspectReply, type ReapReply, type ReleaseReply } from '../scripts/index.js';
+import type { GrantRule, QuorumRule, QuorumRules } from './quorum.js';
+import type { GaveUp, LockKindName, PlainCall, ScriptCall, Topology } from './topology.js';
+
+/** A master's answer to one call. */
+type Answer<Result> =
+  /**
+   * `covered`: a later attempt of the same owner was still unanswered by that master when this came
+   * (see #ask). `epoch`: the master's epoch, read after the call (attempts and renewals; master-epoch.ts).
+   */
+  | { readonly node: Master; readonly ok: true; readonly value: Result; readonly covered: boolean; readonly epoch?: Epoch | undefined }
+  | { readonly node: Master; readonly ok: false; readonly error: unknown };
+
+interface Master {
+  readonly address: string;
+  readonly runner: ScriptRunner;
+  readonly connection: CommandConnection;
+  /** Grant attempts sent to this master and not yet answered, by owner. */
+  readonly attempts: InFlight;
+  /** Reads this master's maxmemory-policy once (it warns if it evicts). */
+  readonly evictions: EvictionPolicyCheck;
+  /** The run id the last epoch check read, and the connection it came over: a check sent over the same one names it. */
+  known: { readonly run: string; readonly session: object } | undefined;
+}
+
+/** Counts, per owner, the calls sent to one master whose answer has not come yet. */
+class InFlight {
+  readonly #count = new Map<string, number>();
+
+  /** Counts `reply` until it settles (the count is dropped before any later handler of it runs). */
+  track(owner: string, reply: Promise<unknown>): void {
+    this.#count.set(owner, (this.#count.get(owner) ?? 0) + 1);
+    const settled = (): void => {
+      const left = (this.#count.get(owner) ?? 1) - 1;
+      if (left > 0) this.#count.set(owner, left);
+      else this.#count.delete(owner);
+    };
+    reply.then(settled, settled);
+  }
+
+  /** Whether a call of `owner` is still unanswered. */
+  pending(owner: string): boolean {
+    return this.#count.has(owner);
+  }
+}
+
+/** One round of a call: when it began (a grant's validity counts from then), and whether its caller gave up. */
+interface Round {
+  readonly startedAt: number;
+  readonly gaveUp: GaveUp | undefined;
+}
+
+/**
+ * A call as one master is asked it: a round's call, with its rule, or one of Redlock's own (an epoch
+ * resolved, a fence raised), which goes to the masters it names and needs no rule.
+ */
+type Asked<Result> = ScriptSend<Result> & Partial<Pick<ScriptCall<Result>, 'quorum' | 'grants' | 'undoUnanswered'>>;
+
+/**
+ * How long a master may take to answer one call: a quarter of the call's lease (of the Padlock's lease
+ * for calls that carry none), small against it as Redlock asks, within these bounds. A round decides
+ * as soon as its outcome is known, so the time-out costs something only when the masters that have
+ * answered cannot decide it yet (a split, or too few answers).
+ */
+const NODE_TIMEOUT_SHARE = 0.25;
+const MIN_NODE_TIMEOUT_MS = 100;
+const MAX_NODE_TIMEOUT_MS = 1_000;
+
+/** What a Redlock set needs from its Padlock beyond the masters. */
+export interface RedlockHost {
+  /** The Padlock's lease, for the per-master time-out of calls that carry no lease of their own. */
+  readonly leaseMs: number;
+  /** Lets the calls a round no longer waits for run on, bounded; `close()` waits for them. */
+  readonly track: (work: Promise<unknown>) => void;
+  /** The Padlock's key prefix: each master's epoch marker is `<prefix>:redlock-epoch`. */
+  readonly prefix: string;
+}
+
+/** The kinds a Redlock set cannot serve soundly, and why. */
+const REFUSALS: Partial<Record<LockKindName, string>> = {
+  // A fair handoff happens inside one server's release script: N masters cannot agree on one waiter.
+  fairMutex: 'a fair handoff needs one server to give the lock to the next waiter: use mutex',
+  // Readers admitted together and writers handed the lock happen inside one server's scripts, as the fair handoff does.
+  readWrite: 'admitting queued readers together and handing the lock to a writer need one server to decide: use mutex',
+  // Each master capping its own holders at the limit does not cap the holders of majorities: with 2
+  // permits, A on {1,2,3}, B on {3,4,5} and C on {1,4,5} all hold, and no master has more than 2.
+  semaphore: 'majorities of masters that each admit up to the permits can together admit more holders than that',
+};
+
+export class Redlock implements Topology {
+  readonly description: string;
+  /**
+   * A round is decided by its per-master time-outs (at most {@link MAX_NODE_TIMEOUT_MS}): a wait's
+   * grace outlasts them by this much, so that masters that stay silent are reported as a
+   * `QuorumError` naming each one, not raced by the wait's own bound into a bare time-out.
+   */
+  readonly extraReplyMs = 250;
+  /** A grant counts once a majority confirmed it: handoff messages are never taken at their word. */
+  readonly confirmsGrants = true;
+  readonly shardedPubSub = false;
+  /** How many masters make a majority. */
+  readonly quorum: number;
+  readonly #masters: readonly Master[];
+  readonly #fences = new FenceProposer();
+  readonly #host: RedlockHost;
+  readonly #marker: string;
+  /** The longest lease this client has asked for or seen recorded on a master (the restart rule's sit-out). */
+  #longestMs: number;
+
+  constructor(connections: readonly CommandConnection[], readonly replyTimeoutMs: number, host: RedlockHost) {
+    this.#masters = connections.map((connection) => {
+      const runner = new ScriptRunner(connection);
+      return { address: connection.address, runner, connection, attempts: new InFlight(), evictions: new EvictionPolicyCheck(runner, connection), known: undefined };
+    });
+    this.quorum = Math.floor(connections.length / 2) + 1;
+    this.#host = host;
+    this.#marker = `${host.prefix}:redlock-epoch`;
+    this.#longestMs = host.leaseMs;
+    this.description = `Redlock over ${connections.length} masters`;
+  }
+
+  /** The per-master time-out for a call whose lease is `leaseMs` (see NODE_TIMEOUT_SHARE). */
+  nodeTimeoutMs(leaseMs = this.#host.leaseMs): number {
+    return Math.min(this.replyTimeoutMs, MAX_NODE_TIMEOUT_MS, Math.max(MIN_NODE_TIMEOUT_MS, Math.ceil(leaseMs * NODE_TIMEOUT_SHARE)));
+  }
+
+  /** A woken waiter tries again once a majority of masters woke it (they ran the release). */
+  get wakeUps(): number {
+    return this.quorum;
+  }
+
+  run<Result>(call: ScriptCall<Result>): Promise<Result> {
+    const ms = this.replyTimeoutMs;
+    return bound(this.#round(call), { ms, timeout: () => this.noReply(call.lock, ms) });
+  }
+
+  send<Result>(call: ScriptCall<Result>, gaveUp?: GaveUp): Promise<Result> {
+    return this.#round(call, gaveUp);
+  }
+
+  noReply(lock: string | undefined, ms: number): RedisUnavailableError {
+    return new RedisUnavailableError(lock, new Error(`no majority of the ${this.#masters.length} masters answered within ${Math.round(ms)} ms`));
+  }
+
+  refuses(kind: LockKindName): string | undefined {
+    return REFUSALS[kind];
+  }
+
+  /** One call reaches every master, so any group will do. */
+  groupOf(): string {
+    return '';
+  }
+
+  nodeOf(): string {
+    return '';
+  }
+
+  runMany<Result>(calls: readonly ScriptCall<Result>[]): Promise<PromiseSettledResult<Result>[]> {
+    return Promise.allSettled(calls.map((call) => this.run(call)));
+  }
+
+  openSubscriber(): SubscriberConnection {
+    return fanInSubscriber(this.#masters.map((m) => m.connection.openSubscriber()));
+  }
+
+  /**
+   * Sends `call` to every master at once, each bounded by the per-master time-out, and adds the
+   * answers up by the call's rule as soon as they decide its outcome: the masters not yet heard from
+   * run on in the background (tracked, so that `close()` waits for them).
+   */
+  async #round<Result>(call: ScriptCall<Result>, gaveUp?: GaveUp): Promise<Result> {
+    return call.quorum.combine(this.#rules, call, { startedAt: monotonicNow(), gaveUp });
+  }
+
+  /** Each rule's round: its call's answers, typed by the rule's reply, added up as the rule says. */
+  readonly #rules: QuorumRules<Round> = {
+    grant: (call, rule, round) => this.#acquire(call, rule, round),
+    renew: async (call, rule, { gaveUp }) => {
+      const n = this.#masters.length;
+      const q = this.quorum;
+      const decided = (got: readonly Answer<number[]>[]): boolean => {
+        const pending = n - got.length;
+        for (let i = 0; i < rule.holds; i++) {
+          const renewed = got.filter((a) => a.ok && (a.value[i] ?? 0) > 0).length;
+          if (renewed < q && renewed + pending >= q) return false;
+        }
+        return true;
+      };
+      return this.#renew(call.lock, await gather(this.#askAll(call, gaveUp), decided), rule.holds);
+    },
+    release: async (call, { gaveUp }) => {
+      const decided = (got: readonly Answer<ReleaseReply>[]): boolean => got.filter((a) => a.ok && a.value.status === 'released').length >= this.quorum;
+      return this.#release(call.lock, await gather(this.#askAll(call, gaveUp), decided));
+    },
+    any: async (call, { gaveUp }) => {
+      const decided = (got: readonly Answer<boolean>[]): boolean => got.filter((a) => a.ok).length >= this.quorum && got.some((a) => a.ok && a.value);
+      return this.#any(call.lock, await gather(this.#askAll(call, gaveUp), decided));
+    },
+    read: async (call, { gaveUp }) => {
+      const q = this.quorum;
+      const decided = (got: readonly Answer<InspectReply>[]): boolean => {
+        const replies = got.flatMap((a) => (a.ok ? [a.value] : []));
+        const free = replies.filter((r) => r.fence === 0).length;
+        const fence = agreed(replies.filter((r) => r.fence > 0).map((r) => r.fence));
+        return free >= q || replies.filter((r) => r.fence === fence && fence > 0).length >= q;
+      };
+      return this.#inspect(call.lock, await gather(this.#askAll(call, gaveUp), decided));
+    },
+    reap: async (call, { gaveUp }) => this.#reap(call.lock, await Promise.all(this.#askAll(call, gaveUp))),
+    majority: async (call, { gaveUp }) => {
+      const decided = (got: readonly Answer<true>[]): boolean => got.filter((a) => a.ok).length >= this.quorum;
+      return this.#majority(call.lock, await gather(this.#askAll(call, gaveUp), decided));
+    },
+    // Refused before any master runs it: the kinds whose calls these are are refused here (REFUSALS).
+    oneServer: (call) => Promise.reject(new TypeError(`Redlock has no rule for ${call.script.name}: only one server can decide it`)),
+  };
+
+  /** Sends `call` to every master; the whole round is tracked until the last master answered or timed out. */
+  #askAll<Result>(call: ScriptCall<Result>, gaveUp?: GaveUp): Promise<Answer<Result>>[] {
+    const ms = this.nodeTimeoutMs(leaseOf(call.quorum));
+    const asked = this.#masters.map((node) => this.#ask(node, call, ms, gaveUp));
+    this.#host.track(Promise.all(asked));
+    return asked;
+  }
+
+  /** A grant (acquire, enqueue, re-enter): a fresh hold is proposed a fence the masters can agree on. */
+  async #acquire(asked: ScriptCall<AcquireReply>, rule: GrantRule, { startedAt, gaveUp }: Round): Promise<AcquireReply> {
+    const { fresh } = rule;
+    const call = fresh && asked.proposing !== undefined ? asked.proposing(this.#fences.propose()) : asked;
+    const all = this.#askAll(call, gaveUp);
+    const n = this.#masters.length;
+    const q = this.quorum;
+    // Decided once a majority granted (a slow master's answer only adds to the hold), or once too few
+    // can still grant and it is known whether a majority answered at all.
+    const decided = (got: readonly Answer<AcquireReply>[]): boolean => {
+      const granted = got.filter((a) => counts(a)).length;
+      const pending = n - got.length;
+      // A new epoch counts only on a first use, which is known once every master answered.
+      if (pending > 0 && got.some((a) => a.ok && a.epoch?.state === 'unresolved')) return false;
+      const answered = got.filter((a) => a.ok).length;
+      return granted >= q || (granted + pending < q && (answered >= q || answered + pending < q));
+    };
+    const answers = await gather(all, decided);
+    // A first use: its grants count once their masters' epochs are resolved, so that a later round
+    // can tell these masters from new ones (one more round trip, once per deployment).
+    const confirmed = firstUse(answers, n) ? await this.#resolveNow(answers) : undefined;
+    if (confirmed === undefined) this.#resolveEpochs(all);
+    const reply = await this.#grant(call, rule, answers, startedAt, confirmed);
+    if (reply.status === 'acquired') {
+      if (fresh) {
+        this.#raiseStragglers(call, rule, all, answers, reply.fence);
+        this.#unqueue(call, all);
+      }
+    } else {
+      this.#giveBackStragglers(call, rule, all, answers);
+    }
+    return reply;
+  }
+
+  /**
+   * An attempt decided without some masters' answers (it failed on a majority already): what those
+   * masters grant when their answer comes is given back, as for the answered ones; a master that never
+   * answers a fresh owner's attempt gets the clean-up an unanswered call gets.
+   */
+  #giveBackStragglers(call: ScriptCall<AcquireReply>, { owner, fresh }: GrantRule, asked: readonly Promise<Answer<AcquireReply>>[], counted: readonly Answer<AcquireReply>[]): void {
+    for (const answer of asked) {
+      void answer.then((a) => {
+        if (counted.includes(a)) return;
+        // A later attempt of the same owner, still unanswered there, accounts for this grant (see #ask).
+        if (a.ok) {
+          if (!a.covered) this.#undo(a.node, call, a.value);
+        } else if (fresh && !a.node.attempts.pending(owner)) {
+          this.#undo(a.node, call, undefined);
+        }
+      });
+    }
+  }
+
+  /**
+   * A hold granted by a majority while other masters queued its owner (they found the lock held, by
+   * a contender's partial grant): takes the owner out of those queues, or it stays there as a ghost
+   * that those masters' next releases would wake instead of a real waiter.
+   */
+  #unqueue(call: ScriptCall<AcquireReply>, asked: readonly Promise<Answer<AcquireReply>>[]): void {
+    const { unqueue } = call;
+    if (unqueue === undefined) return;
+    for (const answer of asked) {
+      void answer.then((a) => {
+        if (a.ok && a.value.status === 'acquired') return;
+        this.#sendAside(a.node, unqueue);
+      });
+    }
+  }
+
+  /**
+   * One master's answer, within its time-out; a grant it makes after that is given back there,
+   * unless a later attempt of the same owner is still on its way to that master: a master answers
+   * in order, so that attempt's answer, which comes next, found the grant already made and counts it
+   * as its own (it is that attempt's to keep or give back).
+   */
+  async #ask<Result>(node: Master, call: Asked<Result>, ms: number, gaveUp?: GaveUp): Promise<Answer<Result>> {
+    node.evictions.check(call.keys); // once per master: beside this call, never before it
+    const rule = call.quorum;
+    // The run id the master's marker must name for the check to skip its INFO: known only over the connection it was read on.
+    const session = node.connection.session();
+    const knownRun = session !== undefined && node.known?.session === session ? node.known.run : '';
+    const checked = rule !== undefined && checks(rule) ? sendChecked(node.runner, call, this.#marker, checkArgs(this.#longestOf(rule), knownRun), gaveUp) : undefined;
+    const sent = checked === undefined ? node.runner.send(call.script, call.keys, call.args, call.lock, gaveUp) : checked.then((c) => c.value);
+    const owner = rule?.name === 'grant' ? rule.owner : undefined;
+    // Read as the reply comes, before the next reply of that master (which may be the later attempt's) is handled.
+    let covered = false;
+    if (owner !== undefined) {
+      node.attempts.track(owner, sent);
+      sent.then(() => (covered = node.attempts.pending(owner)), () => undefined);
+    }
+    try {
+      const value = await bound(sent, {
+        ms,
+        timeout: () => new RedisUnavailableError(call.lock, new Error(`${node.address}: no reply within ${ms} ms`)),
+        late: (late) => {
+          if (!covered) this.#undo(node, call, late);
+        },
+      });
+      const epoch = checked === undefined ? undefined : (await checked).epoch;
+      if (epoch !== undefined) {
+        if (session === undefined || node.connection.session() !== session) {
+          // Answered over another connection than the one it was sent on (a reconnect sent it again):
+          // the process that ran it may be a restarted one that took the run id it was told for its own.
+          if (knownRun !== '') throw new RedisUnavailableError(call.lock, new Error(`${node.address}: reconnected while the call was in flight`));
+        } else {
+          node.known = { run: epoch.run, session };
+        }
+        if (epoch.longestMs > this.#longestMs) this.#longestMs = epoch.longestMs;
+      }
+      return { node, ok: true, value, covered, epoch };
+    } catch (error) {
+      return { node, ok: false, error };
+    }
+  }
+
+  /** The longest lease a check records: the call's own, or a longer one this client knows of. */
+  #longestOf(rule: QuorumRule): number {
+    const lease = leaseOf(rule) ?? 0;
+    if (lease > this.#longestMs) this.#longestMs = lease;
+    return this.#longestMs;
+  }
+
+  /**
+   * Once every master of a fresh attempt answered: sets the sit-out of the new epochs it found to the
+   * longest lease known, and a drift (a first use resolves them at once instead: #resolveNow).
+   */
+  #resolveEpochs(asked: readonly Promise<Answer<AcquireReply>>[]): void {
+    void Promise.all(asked).then((answers) => {
+      if (firstUse(answers, this.#masters.length)) return;
+      const sitOutMs = this.#longestMs + driftMs(this.#longestMs);
+      for (const a of answers) {
+        if (a.ok && a.epoch?.state === 'unresolved') this.#sendAside(a.node, { script: epochScript, keys: [this.#marker], args: resolveArgs(a.epoch, sitOutMs, this.#longestMs), lock: undefined });
+      }
+    });
+  }
+
+  /** A first use: resolves every master's new epoch with no sit-out; the masters where it is now ready. */
+  async #resolveNow(answers: readonly Answer<AcquireReply>[]): Promise<ReadonlySet<Master>> {
+    const ms = this.nodeTimeoutMs();
+    const resolved = await Promise.all(
+      answers.flatMap((a) => (a.ok && a.epoch !== undefined ? [this.#ask(a.node, { script: epochScript, keys: [this.#marker], args: resolveArgs(a.epoch, 0, this.#longestMs), lock: undefined }, ms)] : [])),
+    );
+    return new Set(resolved.flatMap((r) => (r.ok && r.value.state === 'ready' ? [r.node] : [])));
+  }
+
+  /** Gives back, on one master, what `reply` granted there (best effort). */
+  #undo<Result>(node: Master, call: Asked<Result>, reply: Result | undefined): void {
+    const undo = reply === undefined ? call.undoUnanswered : call.grants?.(reply)?.undo;
+    if (undo !== undefined) this.#sendAside(node, undo);
+  }
+
+  /** Sends a clean-up call to one master, bounded by the reply time-out; its outcome is nobody's (best effort). */
+  #sendAside(node: Master, call: PlainCall): void {
+    const ms = this.replyTimeoutMs;
+    void bound(node.runner.send(call.script, call.keys, call.args, call.lock), { ms, timeout: () => new Error(`no reply within ${ms} ms`) }).catch(() => undefined);
+  }
+
+  async #grant(call: ScriptCall<AcquireReply>, rule: GrantRule, answers: readonly Answer<AcquireReply>[], startedAt: number, confirmed?: ReadonlySet<Master>): Promise<AcquireReply> {
+    const { fresh } = rule;
+    const granted = answers.filter((a): a is Answer<AcquireReply> & { ok: true; value: { status: 'acquired'; fence: number; holdCount: number; pttl: number } } => counts(a, confirmed));
+    const counted = new Set<Answer<AcquireReply>>(granted);
+    // A master sitting out (it may have lost grants): its grant is given back, whatever the outcome.
+    for (const answer of answers) {
+      if (answer.ok && answer.value.status === 'acquired' && !counted.has(answer)) this.#undo(answer.node, call, answer.value);
+    }
+    if (granted.length >= this.quorum) {
+      const pttl = Math.min(...granted.map((a) => a.value.pttl));
+      const validity = pttl - (monotonicNow() - startedAt) - driftMs(pttl);
+      // A fresh hold's fence: the greatest any granting master gave (then written back). A re-entry's:
+      // the one a majority holds (a master that granted late may still show its own until raised).
+      const fences = granted.map((a) => a.value.fence);
+      const fence = fresh ? Math.max(...fences) : agreed(fences);
+      if (fresh) this.#fences.observe(fence);
+      // Where every granting master gave the proposed fence, a majority has it already: one round.
+      const behind = granted.filter((a) => a.value.fence < fence).map((a) => a.node);
+      if (validity > 0 && (!fresh || (await this.#raiseFence(call, rule, behind, fence, granted.length - behind.length)))) {
+        return { status: 'acquired', fence, holdCount: Math.max(...granted.map((a) => a.value.holdCount)), pttl };
+      }
+    }
+    // No majority in time: give back every grant, and, for a fresh owner, try where no answer came.
+    for (const answer of answers) {
+      if (answer.ok) {
+        if (counted.has(answer)) this.#undo(answer.node, call, answer.value);
+      } else if (fresh) {
+        this.#undo(answer.node, call, undefined);
+      }
+    }
+    if (answers.filter((a) => a.ok).length < this.quorum) throw this.#noQuorum(call.lock, 'no majority of masters answered', answers);
+    const busy = answers.flatMap((a) => (a.ok && a.value.status === 'busy' ? [a.value.pttl] : []));
+    if (answers.filter((a) => a.ok && a.value.status === 'not-held').length >= this.quorum) return { status: 'not-held' };
+    // Held by another: sleep until its lease ends (the majority's longest), or a wake-up.
+    if (busy.length >= this.quorum) return { status: 'busy', pttl: Math.max(...busy), holder: holderOf(answers) };
+    // Masters sitting out kept the majority from forming: sleep until they count again (or a wake-up).
+    const sitting = answers.flatMap((a) => (a.ok && a.epoch?.state === 'sitting' ? [a.epoch.waitMs] : []));
+    if (sitting.length > 0) return { status: 'busy', pttl: Math.max(...sitting, ...busy) };
+    // A split vote (or a majority come too late): back off a random moment, so contenders part.
+    return { status: 'busy', pttl: randomInt(5, 50) };
+  }
+
+  /**
+   * Masters whose grant came after the hold was returned (a majority had already granted): raise
+   * their fence to the hold's too, so that every master shows the same fence.
+   */
+  #raiseStragglers(call: ScriptCall<AcquireReply>, rule: GrantRule, asked: readonly Promise<Answer<AcquireReply>>[], counted: readonly Answer<AcquireReply>[], fence: number): void {
+    for (const answer of asked) {
+      void answer.then((a) => {
+        if (counted.includes(a) || !a.ok || a.value.status !== 'acquired' || a.value.fence === fence) return;
+        void this.#raiseFence(call, rule, [a.node], fence);
+      });
+    }
+  }
+
+  /** Writes `fence` back to granting `masters` that gave less; true when a majority has it, counting the `having` ones that gave it. */
+  async #raiseFence(call: ScriptCall<AcquireReply>, rule: GrantRule, masters: readonly Master[], fence: number, having = 0): Promise<boolean> {
+    if (having >= this.quorum) return true;
+    const [lock] = call.keys;
+    if (lock === undefined) return false;
+    const raise = { script: raiseFenceScript, keys: [lock], args: [rule.owner, fence.toFixed(0)], lock: call.lock };
+    const ms = this.nodeTimeoutMs(rule.leaseMs);
+    const raised = await Promise.all(masters.map(async (node) => (await this.#ask(node, raise, ms)).ok));
+    return having + raised.filter(Boolean).length >= this.quorum;
+  }
+
+  /** Each hold's lease where a majority renewed it; `answers` may lack the masters that could not change that (not yet heard from). */
+  #renew(lock: string | undefined, answers: readonly Answer<number[]>[], size: number): number[] {
+    const replies = answers.flatMap((a) => (a.ok ? [a.value] : []));
+    // Masters that failed or have not answered yet: they might have renewed.
+    const failed = this.#masters.length - replies.length;
+    return Array.from({ length: size }, (_, i) => {
+      const renewed = replies.map((r) => r[i] ?? 0).filter((pttl) => pttl > 0).sort((a, b) => b - a);
+      if (renewed.length >= this.quorum) return renewed[this.quorum - 1] ?? 0;
+      // Undecided while masters are silent: fail the round (the watchdog retries; the deadline stands).
+      if (renewed.length + failed >= this.quorum) throw this.#noQuorum(lock, 'no majority renewed', answers);
+      return 0;
+    });
+  }
+
+  #release(lock: string | undefined, answers: readonly Answer<ReleaseReply>[]): ReleaseReply {
+    const released = answers.flatMap((a) => (a.ok && a.value.status === 'released' ? [a.value.remaining] : []));
+    if (released.length > 0) return { status: 'released', remaining: Math.max(...released) };
+    if (answers.filter((a) => a.ok).length >= this.quorum) return { status: 'not-held' };
+    throw this.#noQuorum(lock, 'no majority answered the release', answers);
+  }
+
+  #any(lock: string | undefined, answers: readonly Answer<boolean>[]): boolean {
+    if (answers.every((a) => !a.ok)) throw this.#noQuorum(lock, 'no master answered', answers);
+    return answers.some((a) => a.ok && a.value);
+  }
+
+  #inspect(lock: string | undefined, answers: readonly Answer<InspectReply>[]): InspectReply {
+    const replies = answers.flatMap((a) => (a.ok ? [a.value] : []));
+    if (replies.length < this.quorum) throw this.#noQuorum(lock, 'no majority answered', answers);
+    const held = replies.filter((r) => r.fence > 0);
+    const fence = agreed(held.map((r) => r.fence));
+    const majority = held.find((r) => r.fence === fence);
+    return held.length >= this.quorum && majority !== undefined ? majority : { fence: 0, pttl: -2, holders: new Map(), clients: '' };
+  }
+
+  /** Reaped where any master freed it (each decides by its own copy of the liveness keys); else alive if any said so. */
+  #reap(lock: string | undefined, answers: readonly Answer<ReapReply>[]): ReapReply {
+    const replies = answers.flatMap((a) => (a.ok ? [a.value] : []));
+    if (replies.length === 0) throw this.#noQuorum(lock, 'no master answered', answers);
+    return replies.includes('reaped') ? 'reaped' : replies.includes('alive') ? 'alive' : 'changed';
+  }
+
+  /** Done once a majority of masters did it. */
+  #majority(lock: string | undefined, answers: readonly Answer<true>[]): true {
+    if (answers.filter((a) => a.ok).length < this.quorum) throw this.#noQuorum(lock, 'no majority of masters answered', answers);
+    return true;
+  }
+
+  #noQuorum(lock: string | undefined, why: string, answers: readonly Answer<unknown>[]): QuorumError {
+    const nodes: NodeOutcome[] = answers.map((a) =>
+      a.ok ? { node: a.node.address, outcome: outcomeOf(a.value) } : { node: a.node.address, outcome: 'error', error: a.error },
+    );
+    return new QuorumError(lock ?? '', `${why} (${this.quorum} of ${answers.length} needed): ${nodes.map((n) => `${n.node} ${n.outcome}`).join(', ')}`, nodes);
+  }
+}
+
+/** The holder a majority of the answers name, if any (to check its liveness). */
+function holderOf(answers: readonly Answer<AcquireReply>[]): HolderReply | undefined {
+  const named = answers.flatMap((a) => (a.ok && a.value.status === 'busy' && a.value.holder !== undefined ? [a.value.holder] : []));
+  const counts = new Map<string, number>();
+  for (const h of named) counts.set(`${h.owner}|${h.clients}`, (counts.get(`${h.owner}|${h.clients}`) ?? 0) + 1);
+  let best: HolderReply | undefined;
+  let bestCount = 0;
+  for (const h of named) {
+    const n = counts.get(`${h.owner}|${h.clients}`) ?? 0;
+    if (n > bestCount) [best, bestCount] = [h, n];
+  }
+  return best;
+}
+
+function outcomeOf(reply: unknown): 'acquired' | 'held' {
+  return typeof reply === 'object' && reply !== null && 'status' in reply && reply.status === 'acquired' ? 'acquired' : 'held';
+}
+
+/** A master's grant that counts: made in an epoch that is ready, or new on a first use and since `confirmed` ready. */
+function counts(a: Answer<AcquireReply>, confirmed?: ReadonlySet<Master>): boolean {
+  if (!a.ok || a.value.status !== 'acquired') return false;
+  return (a.epoch?.state ?? 'ready') === 'ready' || confirmed?.has(a.node) === true;
+}
+
+/**
+ * A first use of the set: every master answered and none had an epoch (each found its marker missing
+ * or another process's). Every master losing its data at once looks the same: see docs/protocol.md.
+ */
+function firstUse(answers: readonly Answer<unknown>[], masters: number): boolean {
+  return answers.length === masters && answers.every((a) => a.ok && a.epoch?.state === 'unresolved');
+}
+
+/** The lease a call asks for, if its rule carries one: an attempt's or a re-entry's, a renewal's shortest. */
+function leaseOf(rule: QuorumRule): number | undefined {
+  return rule.name === 'grant' || rule.name === 'renew' ? rule.leaseMs : undefined;
+}
+
+/**
+ * Whether a call is followed by the epoch check: a fresh attempt (whose grant must not count on a
+ * master that may have lost grants) and a renewal (which keeps the marker alive while a lock is held).
+ */
+function checks(rule: QuorumRule): boolean {
+  return (rule.name === 'grant' && rule.fresh) || rule.name === 'renew';
+}
+
+/** The answers so far, once `enough` says so or all are in. */
+function gather<Result>(asked: readonly Promise<Answer<Result>>[], enough: (got: readonly Answer<Result>[]) => boolean): Promise<Answer<Result>[]> {
+  return new Promise((resolve) => {
+    const got: Answer<Result>[] = [];
+    for (const answer of asked) {
+      void answer.then((a) => {
+        got.push(a);
+        if (got.length === asked.length || enough(got)) resolve([...got]);
+      });
+    }
+  });
+}
+
+/** The value most of `values` share (the greatest of those tied): what a majority of masters says. */
+function agreed(values: readonly number[]): number {
+  const counts = new Map<number, number>();
+  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
+  let best = 0;
+  let bestCount = 0;
+  for (const [value, count] of counts) {
+    if (count > bestCount || (count === bestCount && value > best)) {
+      best = value;
+      bestCount = count;
+    }
+  }
+  return best;
+}
