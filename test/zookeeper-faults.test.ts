@@ -142,15 +142,25 @@ describe('padlock on a 3-server ZooKeeper ensemble under faults', { timeout: 120
     const store = new FencedStore(redis, 'zkf:follower');
     await store.reset('checked');
     const records: SectionRecord[] = [];
-    const workers = [padlockOn(ensemble), padlockOn(ensemble), padlockOn(ensemble)];
     const lost: unknown[] = [];
-    for (const padlock of workers) padlock.on('lost', (error) => lost.push(error));
     // Connected first; the follower killed is the one serving most of them (so some must reconnect).
-    for (const padlock of workers) await (await padlock.mutex('zkf:warm').acquire()).release();
-    const leader = await ensemble.leader();
-    const followers = await Promise.all(ensemble.servers.filter((s) => s !== leader).map(async (server) => ({ server, clients: await clientsOf(server.port) })));
-    const follower = followers.sort((x, y) => y.clients - x.clients)[0]?.server;
-    assert.ok(follower !== undefined && (followers[0]?.clients ?? 0) > 0, 'a follower serves some of the workers');
+    // Each client picks its server at random: while every worker happens to be on the leader (1 in
+    // 27), another three are made.
+    let workers: Padlock[] = [];
+    let follower: Ensemble['servers'][number] | undefined;
+    for (let attempt = 0; attempt < 5 && follower === undefined; attempt++) {
+      await Promise.all(workers.map((padlock) => padlock.close({ drainMs: 0 })));
+      // Their sessions too, or a follower would count them.
+      if (workers.length > 0) for (const client of clients.splice(-workers.length)) closeClient(client);
+      workers = [padlockOn(ensemble), padlockOn(ensemble), padlockOn(ensemble)];
+      for (const padlock of workers) await (await padlock.mutex('zkf:warm').acquire()).release();
+      const leader = await ensemble.leader();
+      const followers = await Promise.all(ensemble.servers.filter((s) => s !== leader).map(async (server) => ({ server, clients: await clientsOf(server.port) })));
+      const busiest = followers.sort((x, y) => y.clients - x.clients)[0];
+      if (busiest !== undefined && busiest.clients > 0) follower = busiest.server;
+    }
+    assert.ok(follower !== undefined, 'a follower serves some of the workers');
+    for (const padlock of workers) padlock.on('lost', (error) => lost.push(error));
     const work = workers.map(async (padlock, w) => {
       for (let i = 0; i < 6; i++) await section(padlock, store, 'zkf:follower', w, i, records, () => delay(20));
     });

@@ -135,6 +135,24 @@ describe('padlock on ZooKeeper (standalone)', { timeout: 60_000 }, () => {
     assert.ok(await eventually(async () => (await zooKeeperLeftovers(reader, prefix)).length === 0), `left: ${(await zooKeeperLeftovers(reader, prefix)).join(', ')}`);
   });
 
+  it('a lock whose last holder died (its session ended, nothing released) loses its znode to the next Padlock that connects', async () => {
+    const prefix = 'abandoned';
+    const dying = zooKeeperClient(ensemble);
+    const holder = new Padlock({ zookeeper: dying, prefix });
+    await holder.mutex('zs:abandoned').acquire();
+    await holder.readWrite('zs:abandoned-rw').read.acquire();
+    // The process dies: its session ends and its children go with it; nobody deletes the locks' znodes.
+    dying.close();
+    const left = ['/abandoned/mutex/zs%3Aabandoned', '/abandoned/readWrite/zs%3Aabandoned-rw'];
+    assert.ok(await eventually(async () => (await zooKeeperLeftovers(reader, prefix)).join() === left.join()), `left: ${(await zooKeeperLeftovers(reader, prefix)).join(', ')}`);
+    await delay(200);
+    assert.deepEqual(await zooKeeperLeftovers(reader, prefix), left, 'nothing else removes them');
+    const next = padlockOn(ensemble, { prefix });
+    await (await next.mutex('zs:in-use').acquire()).release(); // connected
+    assert.ok(await eventually(async () => (await zooKeeperLeftovers(reader, prefix)).length === 0), `left: ${(await zooKeeperLeftovers(reader, prefix)).join(', ')}`);
+    await holder.close({ drainMs: 0 });
+  });
+
   it('re-enters by owner from another Padlock (another session): same fence, one count more, free after the last release', async () => {
     const lease = await a.mutex('zs:owner').acquire();
     const again = await b.mutex('zs:owner').acquire({ owner: lease.owner });

@@ -10,8 +10,8 @@ import { creationZxid, type ZooKeeperOps } from './zookeeper-client.js';
 import { limitIn } from './zookeeper-lock.js';
 import { queueOf, turnOf } from './znode-queue.js';
 
-/** The kind of each family znode (the mutex and the fair mutex share `mutex`). */
-const FAMILIES: readonly LockKind[] = ['mutex', 'readWrite', 'semaphore'];
+/** The kind of each family znode, and its name under the prefix (the mutex and the fair mutex share `mutex`). */
+export const FAMILIES: readonly LockKind[] = ['mutex', 'readWrite', 'semaphore'];
 
 export class ZooKeeperCatalog implements LockCatalog {
   constructor(

@@ -123,14 +123,14 @@ export class ZooKeeperOps {
    */
   async removeWithParent(child: string, parent: string, version = -1): Promise<boolean> {
     const transaction = this.client.transaction().remove(child, version).remove(parent, -1);
-    if (version === 0 && !keepVersionZero(transaction, 0)) return this.#removeThenParent(child, parent, 0);
+    if (version === 0 && !keepVersionZero(transaction, 0)) return this.removeThenParent(child, parent, 0);
     try {
       await new Promise<void>((resolve, reject) => transaction.commit((error) => (error ? reject(error) : resolve())));
       return true;
     } catch (error) {
       const code = zkCode(error);
       // Others are queued: the child goes alone, and the parent after it in case they left meanwhile.
-      if (code === ZK.notEmpty) return this.#removeThenParent(child, parent, version);
+      if (code === ZK.notEmpty) return this.removeThenParent(child, parent, version);
       if (code === ZK.noNode) return false;
       throw error;
     }
@@ -139,9 +139,10 @@ export class ZooKeeperOps {
   /**
    * Deletes `child`, with the parent's delete sent right behind it on the same socket (one round
    * trip): it fails harmlessly when others are queued or the child's delete failed, and the last
-   * child to go, whoever sent it, is always followed by such a delete.
+   * child to go, whoever sent it, is always followed by such a delete. Cheaper than
+   * {@link removeWithParent} when others are queued (that transaction would fail first).
    */
-  #removeThenParent(child: string, parent: string, version: number): Promise<boolean> {
+  removeThenParent(child: string, parent: string, version: number): Promise<boolean> {
     const removed = this.remove(child, version);
     void this.remove(parent, -1).catch(() => false);
     return removed;

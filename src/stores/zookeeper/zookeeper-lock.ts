@@ -58,6 +58,8 @@ interface Known {
   /** The child's data version after that write. */
   readonly version: number;
   readonly count: number;
+  /** Whether others were queued when this client last looked: its release then deletes the child alone first (the one transaction with the lock's znode would fail). */
+  readonly queued: boolean;
 }
 
 export class ZooKeeperLock {
@@ -96,7 +98,7 @@ export class ZooKeeperLock {
     try {
       // The lock's first participant holds: its child's stat came in the same round trip.
       const firstStat = joined.first === undefined ? undefined : await scope.race(joined.first).catch(() => undefined);
-      if (firstStat !== undefined) return this.#granted(request.owner, mine, firstStat.version, creationZxid(firstStat));
+      if (firstStat !== undefined) return this.#granted(request.owner, mine, firstStat.version, creationZxid(firstStat), false);
       for (;;) {
         scope.check();
         let woken: (() => void) | undefined;
@@ -124,7 +126,7 @@ export class ZooKeeperLock {
         if (turn === undefined || stat === undefined) throw new LockNotHeldError(this.name, request.owner, 'acquire');
         if (turn.holds) {
           const version = request.role === 'permit' && waited ? await this.#announce(mine) : stat.version;
-          return this.#granted(request.owner, mine, version, creationZxid(stat));
+          return this.#granted(request.owner, mine, version, creationZxid(stat), queue.length > 1);
         }
         scope.foundHeld();
         if (!wait) {
@@ -184,7 +186,7 @@ export class ZooKeeperLock {
         this.track(this.#leave(path));
         return null;
       }
-      return this.#granted(owner, path, stat.version, creationZxid(stat));
+      return this.#granted(owner, path, stat.version, creationZxid(stat), true);
     } catch (error) {
       this.track(this.#leave(path));
       throw error;
@@ -201,7 +203,7 @@ export class ZooKeeperLock {
       const count = Number(read.data.toString() || '1') + 1;
       try {
         const written = await this.ops.setData(child, countData(count), read.stat.version);
-        this.#known.set(knownKey(owner, roles), { path: child, version: written.version, count });
+        this.#known.set(knownKey(owner, roles), { path: child, version: written.version, count, queued: true });
         return { path: child, fence: creationZxid(read.stat), holdCount: count };
       } catch (error) {
         if (zkCode(error) === ZK.badVersion) continue; // another re-entry or release came between
@@ -232,11 +234,12 @@ export class ZooKeeperLock {
         const left = known.count - count;
         if (left <= 0) {
           this.#mine.delete(known.path);
-          if (await this.ops.removeWithParent(known.path, this.path, known.version)) return 0;
+          const removed = known.queued ? this.ops.removeThenParent(known.path, this.path, known.version) : this.ops.removeWithParent(known.path, this.path, known.version);
+          if (await removed) return 0;
           throw new LockNotHeldError(this.name, owner, 'release');
         }
         const written = await this.ops.setData(known.path, countData(left), known.version);
-        this.#known.set(key, { path: known.path, version: written.version, count: left });
+        this.#known.set(key, { path: known.path, version: written.version, count: left, queued: known.queued });
         return left;
       } catch (error) {
         if (zkCode(error) !== ZK.badVersion) throw error;
@@ -356,9 +359,9 @@ export class ZooKeeperLock {
   }
 
   /** A fresh grant, remembered for its release. */
-  #granted(owner: string, path: string, version: number, fence: number): ZooKeeperGrant {
+  #granted(owner: string, path: string, version: number, fence: number, queued: boolean): ZooKeeperGrant {
     const role = parseParticipant(path.slice(this.path.length + 1))?.role ?? 'lock';
-    this.#known.set(knownKey(owner, [role]), { path, version, count: 1 });
+    this.#known.set(knownKey(owner, [role]), { path, version, count: 1, queued });
     return { path, fence, holdCount: 1 };
   }
 

@@ -10,6 +10,7 @@
  * it was sent); a session lost (expired, or silent past its time-out) tells every hold at once with
  * `LockLostError`. See docs/zookeeper.md.
  */
+import { randomInt } from 'node:crypto';
 import type { Client } from 'node-zookeeper-client';
 import { monotonicNow, settleWithin, driftMs } from '../../clock.js';
 import { LockLostError, ZooKeeperUnavailableError } from '../../errors.js';
@@ -20,6 +21,7 @@ import type { SemaphoreLock } from '../../locks/semaphore-lock.js';
 import type { Shared } from '../../shared.js';
 import type { LockCatalog } from '../../catalog.js';
 import type { LockKindName, Store, StoreHost } from '../../store.js';
+import { SWEEP_EVERY_MS, sweepAbandonedLocks } from './abandoned-locks.js';
 import { ZooKeeperCatalog } from './zookeeper-catalog.js';
 import { SessionClock, type SessionLoss } from './session-clock.js';
 import { zkCode, ZooKeeperOps } from './zookeeper-client.js';
@@ -67,6 +69,8 @@ export class ZooKeeperStore implements Store {
   #onConnected: () => void = () => undefined;
   #onExpired: (error: unknown) => void = () => undefined;
   #closed = false;
+  /** The next look for lock znodes a dead client left (abandoned-locks.ts). */
+  #sweep: NodeJS.Timeout | undefined;
   readonly #connectedListener = (): void => this.#connectedNow();
   /** An expired session is gone for good, whatever the clock said before (a silent spell that ended in expiry). */
   readonly #expiredListener = (): void => {
@@ -285,6 +289,7 @@ export class ZooKeeperStore implements Store {
   close(): Promise<void> {
     this.#closed = true;
     this.#clock?.close();
+    clearTimeout(this.#sweep);
     this.#client.removeListener('connected', this.#connectedListener);
     this.#client.removeListener('expired', this.#expiredListener);
     for (const lease of this.#leases.values()) clearTimeout(lease.timer);
@@ -300,6 +305,15 @@ export class ZooKeeperStore implements Store {
   #connectedNow(): void {
     if (this.#closed || this.#expired !== undefined || this.#clock !== undefined) return;
     this.#startClock();
+    this.#sweepNow();
+  }
+
+  /** Removes the lock znodes a dead client left, now and every {@link SWEEP_EVERY_MS} while the session lives. */
+  #sweepNow(): void {
+    if (this.#closed || this.#expired !== undefined) return;
+    void sweepAbandonedLocks(this.ops, this.root);
+    this.#sweep = setTimeout(() => this.#sweepNow(), randomInt(SWEEP_EVERY_MS * 0.8, SWEEP_EVERY_MS * 1.2));
+    this.#sweep.unref();
   }
 
   #startClock(): void {
