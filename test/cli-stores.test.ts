@@ -1,15 +1,18 @@
 /**
  * The `padlock` command on the consensus stores: `list` reads every lock in use through the store's
- * catalog (holders, fences, waiters), `release --force` frees one and its holder is told, and bad
- * store flags are one-line usage errors. Real servers, the real bin.
+ * catalog (holders, fences, waiters), `inspect` shows one in full (and a free name as Redis's does),
+ * `watch` redraws the list, `release --force` frees one and its holder is told, and bad store flags
+ * (or Redis-only options beside a store) are one-line usage errors. Real servers, the real bin.
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Etcd3 } from 'etcd3';
 import type { Client as ZooKeeperClient } from 'node-zookeeper-client';
 import { LockLostError, Padlock, type Lease } from '../src/index.js';
+import type { InspectReport } from '../src/cli/inspect.js';
 import type { ListReport } from '../src/cli/list.js';
 import type { ReleaseReport } from '../src/cli/release.js';
+import type { WatchFrame } from '../src/cli/watch.js';
 import { assertOneLineError, runBin } from './harness/cli.js';
 import { startEtcd } from './harness/etcd.js';
 import { startZooKeeper } from './harness/zookeeper.js';
@@ -24,6 +27,24 @@ async function eventually(check: () => boolean, what: string, ms = 15_000): Prom
   }
 }
 
+/** The owner tokens queued on `name` (not holding it), once there are `count`, read through the store's own catalog. */
+async function queuedOwners(padlock: Padlock, name: string, count: number): Promise<string[]> {
+  const catalog = padlock.shared.store.catalog?.();
+  assert.ok(catalog !== undefined, 'the store has a catalog');
+  try {
+    const until = Date.now() + 15_000;
+    for (;;) {
+      const lock = (await catalog.locks()).find((l) => l.name === name && l.kind === 'mutex');
+      const waiting = lock?.entries.filter((e) => !e.holds).map((e) => e.owner) ?? [];
+      if (waiting.length >= count) return waiting;
+      if (Date.now() > until) assert.fail(`${count} waiter(s) on '${name}' not queued within 15 s`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  } finally {
+    await catalog.close();
+  }
+}
+
 /** One store under test: its flag, and a Padlock on it. */
 interface StoreUnderTest {
   readonly flag: string[];
@@ -31,7 +52,7 @@ interface StoreUnderTest {
 }
 
 function operatorCommands(name: string, start: () => Promise<StoreUnderTest>): void {
-  describe(`padlock list and release --force on ${name}`, () => {
+  describe(`padlock list, inspect, watch and release --force on ${name}`, () => {
     const padlocks: Padlock[] = [];
     after(() => Promise.allSettled(padlocks.map((p) => p.close({ drainMs: 0 }))));
 
@@ -80,26 +101,104 @@ function operatorCommands(name: string, start: () => Promise<StoreUnderTest>): v
       assert.match(again.stdout, /not held: nothing to release/);
     });
 
-    it('refuses a store flag beside --url, or two stores, or a malformed host list, in one line', async () => {
+    it('inspect shows a held lock in full: its holder, fence and hold count, and its waiter (a name used by two kinds, each)', async () => {
+      const store = await start();
+      const holder = store.padlock('insp');
+      const waiter = store.padlock('insp');
+      padlocks.push(holder, waiter);
+      const lease = await holder.mutex('order:42').acquire();
+      const again = await holder.mutex('order:42').acquire({ owner: lease.owner });
+      const permit = await holder.semaphore('order:42', 2).acquire();
+      const waiting = waiter.mutex('order:42').acquire({ waitMs: 30_000 });
+      try {
+        const [waiterOwner = ''] = await queuedOwners(holder, 'order:42', 1);
+
+        const json = await runBin(['inspect', 'order:42', '--json', '--prefix', 'insp', ...store.flag]);
+        assert.equal(json.code, 0, json.stderr);
+        const report = JSON.parse(json.stdout) as InspectReport;
+        assert.equal(report.known, true);
+        assert.deepEqual(report.locks.map((l) => l.kind), ['mutex', 'semaphore'], 'each kind of the name, as on Redis');
+        const { lock } = report;
+        assert.equal(lock.held, true);
+        assert.equal(lock.fence, lease.fence);
+        assert.deepEqual(lock.holders.map((h) => [h.owner, h.holdCount]), [[lease.owner, 2]]);
+        assert.equal(lock.waiting, 1);
+        assert.deepEqual(lock.waiters.map((w) => [w.position, w.owner, w.kind, w.alive]), [[1, waiterOwner, 'mutex', true]]);
+        assert.deepEqual(report.locks[1]?.holders.map((h) => [h.owner, h.permits]), [[permit.owner, 1]]);
+
+        const text = await runBin(['inspect', 'order:42', '--prefix', 'insp', ...store.flag]);
+        assert.equal(text.code, 0, text.stderr);
+        assert.match(text.stdout, /^lock +order:42 \(mutex\)$/m);
+        assert.match(text.stdout, new RegExp(`^state +held by ${lease.owner} \\(2 holds\\), fence ${lease.fence}`, 'm'));
+        assert.match(text.stdout, /^queue +1 waiting$/m);
+        assert.match(text.stdout, new RegExp(`^ +1 +${waiterOwner} +mutex `, 'm'), 'the waiter is listed');
+        assert.match(text.stdout, /^lock +order:42 \(semaphore\)$/m);
+        assert.doesNotMatch(text.stdout, /^keys$/m, 'a store has no keys to show');
+        assert.doesNotMatch(text.stdout, /dead/, 'a participant lives as long as its session or lease: no heartbeat to miss');
+
+        // watch redraws what list reads: one JSON frame, then Ctrl-C ends it (exit 0).
+        let stopped = false;
+        const watched = await runBin(['watch', '--json', '--interval', '0.1', '--prefix', 'insp', ...store.flag], {
+          onStdout: (soFar, pid) => {
+            if (!stopped && soFar.includes('\n')) {
+              stopped = true;
+              process.kill(pid, 'SIGINT');
+            }
+          },
+        });
+        assert.equal(watched.code, 0, watched.stderr);
+        const [frame] = watched.stdout.trimEnd().split('\n').map((line) => JSON.parse(line) as WatchFrame);
+        assert.deepEqual(frame?.locks.map((l) => [l.name, l.kind, l.fence, l.waiting]), [['order:42', 'mutex', lease.fence, 1], ['order:42', 'semaphore', permit.fence, 0]]);
+      } finally {
+        // Even after a failed assertion: the waiter gets its turn, and nothing is left running.
+        await again.release();
+        await lease.release();
+        await permit.release();
+        await waiting.then((next) => next.release());
+      }
+    });
+
+    it('inspect of a name nothing holds or waits for says so as on Redis, exit 0', async () => {
+      const store = await start();
+      const text = await runBin(['inspect', 'never:used', '--prefix', 'insp', ...store.flag]);
+      assert.equal(text.code, 0, text.stderr);
+      assert.match(text.stdout, /^Nothing is known of lock 'never:used' under prefix 'insp': (ZooKeeper|etcd) .* has no holder or waiter of it/);
+      const json = await runBin(['inspect', 'never:used', '--json', '--prefix', 'insp', ...store.flag]);
+      assert.equal(json.code, 0, json.stderr);
+      const report = JSON.parse(json.stdout) as InspectReport;
+      assert.equal(report.known, false);
+      assert.deepEqual([report.lock.kind, report.lock.held, report.locks.length], ['mutex', false, 1]);
+    });
+
+    it('refuses a store flag beside --url, or two stores, or a malformed host list, or a Redis-only option, in one line', async () => {
       const store = await start();
       assertOneLineError(await runBin(['list', ...store.flag, '--url', 'redis://127.0.0.1:1']), 2, /--url and --cluster are for Redis/);
+      assertOneLineError(await runBin(['inspect', 'x', ...store.flag, '--cluster']), 2, /--url and --cluster are for Redis/);
+      assertOneLineError(await runBin(['watch', ...store.flag, '--all']), 2, /--all is for Redis/);
       assertOneLineError(await runBin(['list', '--zookeeper', '127.0.0.1:1', '--etcd', '127.0.0.1:1']), 2, /one store/);
       assertOneLineError(await runBin(['list', store.flag[0] ?? '', 'not a host']), 2, /host:port/);
     });
   });
 }
 
+// Closed after the file's tests (registered here, not in a test: a test's own `after` runs when that
+// test ends, and would leave open the clients of every later test).
+const etcdClients: Etcd3[] = [];
+const zooKeeperClients: ZooKeeperClient[] = [];
+after(() => {
+  etcdClients.forEach((c) => c.close());
+  zooKeeperClients.forEach((c) => closeClient(c));
+});
+
 let etcd: StoreUnderTest | undefined;
 operatorCommands('etcd', async () => {
   if (etcd !== undefined) return etcd;
   const cluster = await startEtcd(1);
-  const clients: Etcd3[] = [];
-  after(() => clients.forEach((c) => c.close()));
   etcd = {
     flag: ['--etcd', cluster.hosts.map((h) => h.replace(/^https?:\/\//, '')).join(',')],
     padlock: (prefix) => {
       const client = new Etcd3({ hosts: cluster.hosts });
-      clients.push(client);
+      etcdClients.push(client);
       return new Padlock({ etcd: client, prefix, leaseMs: 3_000 });
     },
   };
@@ -110,13 +209,11 @@ let zk: StoreUnderTest | undefined;
 operatorCommands('ZooKeeper', async () => {
   if (zk !== undefined) return zk;
   const ensemble = await startZooKeeper(1);
-  const clients: ZooKeeperClient[] = [];
-  after(() => clients.forEach((c) => closeClient(c)));
   zk = {
     flag: ['--zookeeper', ensemble.connectString],
     padlock: (prefix) => {
       const client = zooKeeperClient(ensemble);
-      clients.push(client);
+      zooKeeperClients.push(client);
       return new Padlock({ zookeeper: client, prefix, leaseMs: 3_000 });
     },
   };

@@ -9,7 +9,7 @@ import { redisFailure } from './connection.js';
 import { evictionLines, readServerPolicies, type ServerPolicy } from './eviction.js';
 import { ExitCode } from './errors.js';
 import { checkedPrefix, withConnectionOptions, withSession, type ConnectionFlags, type Session } from './operator.js';
-import { namesStore, withStoreOptions, withStoreSession, type StoreFlags } from './store-session.js';
+import { namesStore, withStoreOptions, withStoreSession, type StoreFlags, type StoreSession } from './store-session.js';
 import { globMatches, lockStateOf } from '../catalog.js';
 import { terminalOutput } from './progress.js';
 import { colors, duration, shortToken, table, type Colors } from './render.js';
@@ -63,7 +63,7 @@ const EXIT_STATUS = `
 Exit status: 0 listed (even none), 1 Redis unreachable or lost, 2 bad command line, 130 interrupted.`;
 
 async function runList(pattern: string, flags: ListFlags, context: CommandContext): Promise<number> {
-  if (namesStore(flags)) return runListOnStore(pattern, flags, context);
+  if (namesStore(flags, { '--all': flags.all })) return runListOnStore(pattern, flags, context);
   await withSession(flags, context, async (session) => {
     const locks = await readList(session, pattern, flags.all === true);
     const servers = await readServerPolicies(session.connection);
@@ -88,7 +88,7 @@ async function runList(pattern: string, flags: ListFlags, context: CommandContex
 async function runListOnStore(pattern: string, flags: ListFlags, context: CommandContext): Promise<number> {
   const prefix = checkedPrefix(flags.prefix);
   await withStoreSession(flags, prefix, context, async (session) => {
-    const locks = (await session.catalog.locks()).filter((lock) => globMatches(pattern, lock.name)).map((lock) => lockStateOf(lock, LIST_WAITERS));
+    const locks = await readStoreList(session, pattern);
     if (flags.json === true) {
       const report: ListReport = { store: session.description, prefix, pattern, locks: locks.map(summary), servers: [] };
       context.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
@@ -107,6 +107,11 @@ export async function readList(session: Session, pattern: string, all: boolean):
   } catch (error) {
     throw redisFailure(error, session.connection);
   }
+}
+
+/** The locks in use on a consensus store whose name matches `pattern`, through its catalog (a store keeps nothing of a free lock). */
+export async function readStoreList(session: StoreSession, pattern: string): Promise<LockState[]> {
+  return (await session.catalog.locks()).filter((lock) => globMatches(pattern, lock.name)).map((lock) => lockStateOf(lock, LIST_WAITERS));
 }
 
 /** The message for an empty list. */

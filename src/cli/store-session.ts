@@ -1,8 +1,12 @@
 /**
- * How `padlock list`, `inspect` and `release` reach a consensus store: `--zookeeper host:port[,…]`
- * (through `node-zookeeper-client`) or `--etcd host:port[,…]` (through `etcd3`), each loaded from the
- * project only when asked for. The command opens a Padlock on that store with its own client, and
- * reads locks through the store's catalog (catalog.ts) instead of Redis's keys.
+ * How `padlock list`, `inspect`, `watch` and `release` reach a consensus store: `--zookeeper
+ * host:port[,…]` (through `node-zookeeper-client`) or `--etcd host:port[,…]` (through `etcd3`), each
+ * loaded from the project only when asked for. The command opens a Padlock on that store with its
+ * own client, and reads locks through the store's catalog (catalog.ts) instead of Redis's keys:
+ * each lock's queue turned into the same LockState (`lockStateOf`) that Redis's inspection gives, so
+ * every command prints it with its Redis renderer. Options that mean something only on Redis
+ * (`--url`, `--cluster`, `--all`) are refused beside a store, naming the option ({@link namesStore}).
+ * `reap` and `dashboard` stay Redis-only.
  */
 import type { Command as CommanderCommand } from 'commander';
 import type { LockCatalog } from '../catalog.js';
@@ -24,11 +28,18 @@ export function withStoreOptions(command: CommanderCommand): CommanderCommand {
     .option('--etcd <hosts>', 'locks on an etcd cluster instead of Redis: host:port[,host:port…] (needs etcd3)');
 }
 
-/** Whether the flags name a consensus store (else the command talks to Redis). */
-export function namesStore(flags: StoreFlags & { readonly url?: string; readonly cluster?: boolean }): boolean {
+/**
+ * Whether the flags name a consensus store (else the command talks to Redis).
+ * @param redisOnly the command's own options that mean something only on Redis, by flag (`{ '--all': flags.all }`): each given is refused beside a store
+ * @throws CliError (exit code 2) for two stores, or a store beside `--url`, `--cluster` or one of `redisOnly`
+ */
+export function namesStore(flags: StoreFlags & { readonly url?: string; readonly cluster?: boolean }, redisOnly: Readonly<Record<string, boolean | undefined>> = {}): boolean {
   const given = [flags.zookeeper, flags.etcd].filter((f) => f !== undefined).length;
   if (given > 1) throw usageError('give one store: --zookeeper or --etcd, not both');
   if (given === 1 && (flags.url !== undefined || flags.cluster === true)) throw usageError('--url and --cluster are for Redis: leave them out with --zookeeper or --etcd');
+  const refused = given === 1 ? Object.keys(redisOnly).find((flag) => redisOnly[flag] === true) : undefined;
+  // Ignored, it would print as if it had been honoured (e.g. `--all` listing tombstones a store never keeps).
+  if (refused !== undefined) throw usageError(`${refused} is for Redis: leave it out with --zookeeper or --etcd`);
   return given === 1;
 }
 

@@ -2,22 +2,24 @@
  * `padlock watch [pattern]`: `list`, redrawn in place every interval on a terminal (the alternate
  * screen, as `top` and `watch` use, restored on exit). Ends cleanly on Ctrl-C (exit 0; SIGTERM:
  * 143) and on a lost connection (exit 1, one line). Elsewhere it prints one frame per interval (`--json`: one
- * JSON object per line).
+ * JSON object per line). On a consensus store (`--zookeeper`, `--etcd`) each frame is `list`'s read
+ * of the store's catalog.
  */
 import { Option, type Command as CommanderCommand } from 'commander';
 import type { LockState } from '../inspection.js';
 import type { CommandContext, OutputStream } from './command.js';
 import { redisFailure, type Connection } from './connection.js';
-import { CliError, ExitCode, interruptedError } from './errors.js';
-import { lockTable, noLocks, readList, summary, type LockSummary } from './list.js';
-import { withConnectionOptions, withSession, type ConnectionFlags, type Session } from './operator.js';
+import { CliError, ExitCode, firstLine, interruptedError } from './errors.js';
+import { lockTable, noLocks, readList, readStoreList, summary, type LockSummary } from './list.js';
+import { checkedPrefix, withConnectionOptions, withSession, type ConnectionFlags } from './operator.js';
+import { namesStore, withStoreOptions, withStoreSession, type StoreFlags, type StoreSession } from './store-session.js';
 import { terminalOutput } from './progress.js';
 import { colors, duration, type Colors } from './render.js';
 import { plural } from './plural.js';
 import { durationParser } from './values.js';
 
 /** Flags of `padlock watch`. */
-export interface WatchFlags extends ConnectionFlags {
+export interface WatchFlags extends ConnectionFlags, StoreFlags {
   readonly interval: number;
   readonly all?: boolean;
 }
@@ -44,13 +46,13 @@ const CLEAR_BELOW = `${ESC}J`;
 /** Declares `padlock watch` on `program`; its action passes its exit code to `exit`. */
 export function declareWatch(program: CommanderCommand, context: CommandContext, exit: (code: number) => void): void {
   withConnectionOptions(
-    program
-      .command('watch')
+    withStoreOptions(program
+      .command('watch'))
       .summary('a live view of the locks in use, redrawn in place until Ctrl-C')
       .description(
         "Shows what 'padlock list' shows, redrawn in place every interval, until Ctrl-C. When " +
           'stdout is not a terminal, prints one table per interval (with --json, one JSON object ' +
-          'per line). Stops with an error when the connection to Redis is lost.',
+          'per line). Stops with an error when the connection to Redis (or the store) is lost.',
       )
       .argument('[pattern]', 'lock names to show (a Redis glob)', '*')
       .addOption(
@@ -61,49 +63,96 @@ export function declareWatch(program: CommanderCommand, context: CommandContext,
       .option('--all', 'also free locks whose key remains (an hour after their release)'),
     'print one JSON object per line, per interval (fields: docs/cli.md)',
   )
-    .addHelpText('after', '\nExit status: 0 stopped by Ctrl-C, 1 Redis unreachable or lost, 2 bad command line, 143 SIGTERM.')
+    .addHelpText('after', '\nExit status: 0 stopped by Ctrl-C, 1 Redis (or the store) unreachable or lost, 2 bad command line, 143 SIGTERM.')
     .action(async (pattern: string, flags: WatchFlags) => exit(await runWatch(pattern, flags, context)));
 }
 
+/** Where `watch` reads its frames: Redis, or a consensus store's catalog. */
+interface FrameSource {
+  /** For the header: the Redis (URL, topology) or the store. */
+  readonly description: string;
+  readonly prefix: string;
+  /** Reads the locks of one frame. */
+  read(): Promise<LockState[]>;
+  /** Aborted when the connection is lost for good. */
+  readonly lost: LostSignal;
+  /** A failure (a frame too slow) as the one-line error to exit with. */
+  failure(error: Error): CliError;
+}
+
 async function runWatch(pattern: string, flags: WatchFlags, context: CommandContext): Promise<number> {
-  return withSession(flags, context, async (session) => {
-    const term = terminalOutput(context.stdout, context.env);
-    const screen = term.interactive && flags.json !== true ? new Screen(context.stdout) : undefined;
-    const c = colors(term);
-    const lost = lostSignal(session.connection);
+  if (namesStore(flags, { '--all': flags.all })) {
+    return withStoreSession(flags, checkedPrefix(flags.prefix), context, (session) => watch(storeSource(session, pattern), pattern, flags, context));
+  }
+  return withSession(flags, context, (session) =>
+    watch(
+      {
+        description: session.connection.description,
+        prefix: session.prefix,
+        read: () => readList(session, pattern, flags.all === true),
+        lost: lostSignal(session.connection),
+        failure: (error) => redisFailure(error, session.connection),
+      },
+      pattern,
+      flags,
+      context,
+    ),
+  );
+}
+
+/** A consensus store's frames: `list`'s read of its catalog. */
+function storeSource(session: StoreSession, pattern: string): FrameSource {
+  // The store's client reconnects by itself: a lost store shows as a read that fails or is too slow.
+  const never = new AbortController();
+  const failure = (error: Error): CliError => new CliError(`${session.description}: ${firstLine(error)}`, ExitCode.failure, { cause: error });
+  return {
+    description: session.description,
+    prefix: session.prefix,
+    read: () => readStoreList(session, pattern),
+    lost: { signal: never.signal, error: () => failure(new Error('the connection was closed')) },
+    failure,
+  };
+}
+
+/** Draws `source`'s frames until Ctrl-C (or a lost connection), as a screen, tables or JSON lines. */
+async function watch(source: FrameSource, pattern: string, flags: WatchFlags, context: CommandContext): Promise<number> {
+  const term = terminalOutput(context.stdout, context.env);
+  const screen = term.interactive && flags.json !== true ? new Screen(context.stdout) : undefined;
+  const c = colors(term);
+  const { lost } = source;
+  try {
+    let last: readonly LockState[] | undefined;
+    const redraw = (): void => {
+      if (screen !== undefined && last !== undefined) screen.draw(frame(last, source, pattern, flags, c, new Date()));
+    };
+    context.stdout.on('resize', redraw);
     try {
-      let last: readonly LockState[] | undefined;
-      const redraw = (): void => {
-        if (screen !== undefined && last !== undefined) screen.draw(frame(last, session, pattern, flags, c, new Date()));
-      };
-      context.stdout.on('resize', redraw);
-      try {
-        while (!context.signal.aborted) {
-          const started = performance.now();
-          const locks = await readFrame(session, pattern, flags, lost, context.signal);
-          if (locks === undefined) break; // interrupted
-          last = locks;
-          const at = new Date();
-          if (screen !== undefined) redraw();
-          else if (flags.json === true) context.stdout.write(`${JSON.stringify({ at: at.toISOString(), locks: locks.map(summary) } satisfies WatchFrame)}\n`);
-          else context.stdout.write(`${frame(locks, session, pattern, flags, c, at).join('\n')}\n\n`);
-          await pause(flags.interval - (performance.now() - started), [context.signal, lost.signal]);
-          if (lost.signal.aborted) throw lost.error();
-        }
-      } finally {
-        context.stdout.off('resize', redraw);
+      while (!context.signal.aborted) {
+        const started = performance.now();
+        const locks = await readFrame(source, flags, context.signal);
+        if (locks === undefined) break; // interrupted
+        last = locks;
+        const at = new Date();
+        if (screen !== undefined) redraw();
+        else if (flags.json === true) context.stdout.write(`${JSON.stringify({ at: at.toISOString(), locks: locks.map(summary) } satisfies WatchFrame)}\n`);
+        else context.stdout.write(`${frame(locks, source, pattern, flags, c, at).join('\n')}\n\n`);
+        await pause(flags.interval - (performance.now() - started), [context.signal, lost.signal]);
+        if (lost.signal.aborted) throw lost.error();
       }
-      // Ctrl-C is how a watch ends; SIGTERM is still a termination.
-      if (context.signal.reason === 'SIGTERM') throw interruptedError(context.signal);
-      return ExitCode.ok;
     } finally {
-      screen?.close();
+      context.stdout.off('resize', redraw);
     }
-  });
+    // Ctrl-C is how a watch ends; SIGTERM is still a termination.
+    if (context.signal.reason === 'SIGTERM') throw interruptedError(context.signal);
+    return ExitCode.ok;
+  } finally {
+    screen?.close();
+  }
 }
 
 /** Reads one frame, or `undefined` when interrupted; a lost connection or a frame too slow throws. */
-function readFrame(session: Session, pattern: string, flags: WatchFlags, lost: LostSignal, interrupt: AbortSignal): Promise<LockState[] | undefined> {
+function readFrame(source: FrameSource, flags: WatchFlags, interrupt: AbortSignal): Promise<LockState[] | undefined> {
+  const { lost } = source;
   const limit = Math.max(FRAME_TIMEOUT_MS, flags.interval * 5);
   return new Promise((resolve, reject) => {
     const finish = (settle: () => void): void => {
@@ -114,12 +163,12 @@ function readFrame(session: Session, pattern: string, flags: WatchFlags, lost: L
     };
     const onLost = (): void => finish(() => reject(lost.error()));
     const onInterrupt = (): void => finish(() => resolve(undefined));
-    const timer = setTimeout(() => finish(() => reject(redisFailure(new Error(`no reply within ${duration(limit)}`), session.connection))), limit);
+    const timer = setTimeout(() => finish(() => reject(source.failure(new Error(`no reply within ${duration(limit)}`)))), limit);
     if (interrupt.aborted) return onInterrupt();
     if (lost.signal.aborted) return onLost();
     lost.signal.addEventListener('abort', onLost, { once: true });
     interrupt.addEventListener('abort', onInterrupt, { once: true });
-    readList(session, pattern, flags.all === true).then(
+    source.read().then(
       (locks) => finish(() => resolve(locks)),
       (error: unknown) => finish(() => reject(error)),
     );
@@ -127,16 +176,16 @@ function readFrame(session: Session, pattern: string, flags: WatchFlags, lost: L
 }
 
 /** The lines of one frame: a header, then the table (or a message when there is nothing). */
-function frame(locks: readonly LockState[], session: Session, pattern: string, flags: WatchFlags, c: Colors, at: Date): string[] {
+function frame(locks: readonly LockState[], source: FrameSource, pattern: string, flags: WatchFlags, c: Colors, at: Date): string[] {
   const held = locks.filter((l) => l.held).length;
   const waiting = locks.reduce((sum, l) => sum + l.waiting, 0);
   const oldest = Math.max(-1, ...locks.map((l) => l.oldestWaitMs ?? -1));
   const head = [
-    `${c.bold('padlock watch')}  ${session.connection.description}  ${c.dim(`prefix ${session.prefix}, ${pattern === '*' ? 'all names' : `names ${pattern}`}, every ${duration(flags.interval)}`)}`,
+    `${c.bold('padlock watch')}  ${source.description}  ${c.dim(`prefix ${source.prefix}, ${pattern === '*' ? 'all names' : `names ${pattern}`}, every ${duration(flags.interval)}`)}`,
     `${at.toTimeString().slice(0, 8)}  ${plural(held, 'lock')} held, ${plural(waiting, 'waiter')}${oldest >= 0 ? ` (the longest queued for ${duration(oldest)})` : ''}  ${c.dim('Ctrl-C to quit')}`,
     '',
   ];
-  return [...head, ...(locks.length === 0 ? [c.dim(noLocks(session.prefix, pattern, flags.all === true))] : lockTable(locks, c).split('\n'))];
+  return [...head, ...(locks.length === 0 ? [c.dim(noLocks(source.prefix, pattern, flags.all === true))] : lockTable(locks, c).split('\n'))];
 }
 
 /** The terminal while `watch` draws on it: the alternate screen, the cursor hidden, restored on close. */
