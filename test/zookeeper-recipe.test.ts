@@ -158,6 +158,28 @@ describe('the ZooKeeper recipe on a standalone server', { timeout: 30_000 }, () 
     assert.equal(await a.exists(path), undefined, 'the lock znode is gone');
   });
 
+  it('a wait given up whose delete was lost with the connection sends it again: no child is left ahead of the next waiter', async () => {
+    // What a server killed under a delete leaves: the delete failed with the connection (here it
+    // never left the client, as when it died before the server applied it), and the child stayed.
+    class LosesFirstDelete extends ZooKeeperOps {
+      lost = 0;
+      override removeWithParent(child: string, parent: string, version?: number): Promise<boolean> {
+        if (this.lost++ === 0) return Promise.reject(new zookeeper.Exception(zookeeper.Exception.CONNECTION_LOSS, 'CONNECTION_LOSS', LosesFirstDelete));
+        return super.removeWithParent(child, parent, version);
+      }
+    }
+    const path = lockPath(ROOT, 'mutex', 'lost-leave');
+    const holder = mutexRequest();
+    const lock = new ZooKeeperLock(a, path, 'lost-leave', 1);
+    assert.ok((await take(lock, holder)) !== null);
+    const lossy = new LosesFirstDelete(b.client);
+    await assert.rejects(take(new ZooKeeperLock(lossy, path, 'lost-leave', 1), mutexRequest(), 100), LockTimeoutError);
+    assert.ok(await eventually(async () => ((await a.children(path)) ?? []).length === 1, 3_000), `left: ${((await a.children(path)) ?? []).join(', ')}`);
+    assert.equal(lossy.lost, 2, 'the delete was sent again');
+    assert.equal(await lock.release(holder.owner, 1), 0);
+    assert.equal(await a.exists(path), undefined);
+  });
+
   it('a create of its own whose answer was lost (found ahead of it in the queue) is removed, not waited for', async () => {
     // What a server killed mid-create leaves: the create was applied, its answer lost, and the server
     // the client reconnected to had not applied it yet when the client swept for it.

@@ -5,6 +5,7 @@
  * made without awaiting in between share a round trip.
  */
 import type { Client, Stat } from 'node-zookeeper-client';
+import { monotonicNow } from '../../clock.js';
 
 // Types only: node-zookeeper-client is the application's (an optional peer), never loaded by padlock
 // itself, so its constants are ZooKeeper's own wire values, written out here.
@@ -133,6 +134,25 @@ export class ZooKeeperOps {
       if (code === ZK.notEmpty) return this.removeThenParent(child, parent, version);
       if (code === ZK.noNode) return false;
       throw error;
+    }
+  }
+
+  /**
+   * {@link removeWithParent} for a child nobody else will delete (a wait given up, a hold told lost):
+   * sent again while its answer is lost with the connection, backing off up to 1 s, for as long as
+   * the session may live (its time-out, and a second more). A delete lost with a dying server may not
+   * have been applied, and the child would then sit in the queue, ahead of every waiter, for as long
+   * as this client's session lives. Past that the session has expired and its children with it.
+   */
+  async removeLeftover(child: string, parent: string): Promise<boolean> {
+    const end = monotonicNow() + this.client.getSessionTimeout() + 1_000;
+    for (let pause = 50; ; pause = Math.min(pause * 2, 1_000)) {
+      try {
+        return await this.removeWithParent(child, parent);
+      } catch (error) {
+        if (zkCode(error) !== ZK.connectionLoss || monotonicNow() + pause > end) throw error;
+        await new Promise((resolve) => setTimeout(resolve, pause).unref());
+      }
     }
   }
 

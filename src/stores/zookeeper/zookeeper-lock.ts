@@ -268,7 +268,7 @@ export class ZooKeeperLock {
   releasePath(path: string): Promise<boolean> {
     this.#mine.delete(path);
     for (const [owner, known] of this.#known) if (known.path === path) this.#known.delete(owner);
-    return this.ops.removeWithParent(path, this.path);
+    return this.ops.removeLeftover(path, this.path);
   }
 
   /** The limit stored in the lock's znode (`setPermits`), if any. */
@@ -345,7 +345,7 @@ export class ZooKeeperLock {
   async #leave(child: string): Promise<void> {
     this.#mine.delete(child);
     for (const [owner, known] of this.#known) if (known.path === child) this.#known.delete(owner);
-    await this.ops.removeWithParent(child, this.path).catch(() => undefined);
+    await this.ops.removeLeftover(child, this.path).catch(() => undefined);
   }
 
   /** Removes every child this client still has here (close()); never rejects. */
