@@ -180,6 +180,35 @@ describe('the ZooKeeper recipe on a standalone server', { timeout: 30_000 }, () 
     assert.equal(await a.exists(path), undefined);
   });
 
+  it('a count written but answered by a lost connection counts once: a re-entry and a partial release each land once, and the lock stays held', async () => {
+    // The write reached the server and was applied; its answer died with the connection.
+    class LosesAnswers extends ZooKeeperOps {
+      lose = 0;
+      override async setData(path: string, data: Buffer, version: number) {
+        const stat = await super.setData(path, data, version);
+        if (this.lose > 0) {
+          this.lose--;
+          return Promise.reject(new zookeeper.Exception(zookeeper.Exception.CONNECTION_LOSS, 'CONNECTION_LOSS', LosesAnswers));
+        }
+        return stat;
+      }
+    }
+    const path = lockPath(ROOT, 'mutex', 'lost-answer');
+    const lossy = new LosesAnswers(a.client);
+    const lock = new ZooKeeperLock(lossy, path, 'lost-answer', 1);
+    const holder = mutexRequest();
+    assert.ok((await take(lock, holder)) !== null);
+    lossy.lose = 1;
+    assert.equal((await lock.reenter(holder.owner, ['lock']))?.holdCount, 2);
+    lossy.lose = 1;
+    assert.equal(await lock.release(holder.owner, 1), 1, 'one of two holds released, once');
+    const [child] = (await a.children(path)) ?? [];
+    assert.equal((await a.data(`${path}/${child ?? ''}`))?.data.toString(), '1');
+    assert.equal(await take(new ZooKeeperLock(b, path, 'lost-answer', 1), mutexRequest(), 0), null, 'still held');
+    assert.equal(await lock.release(holder.owner, 1), 0);
+    assert.equal(await a.exists(path), undefined);
+  });
+
   it('a create of its own whose answer was lost (found ahead of it in the queue) is removed, not waited for', async () => {
     // What a server killed mid-create leaves: the create was applied, its answer lost, and the server
     // the client reconnected to had not applied it yet when the client swept for it.

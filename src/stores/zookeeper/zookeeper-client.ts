@@ -144,11 +144,19 @@ export class ZooKeeperOps {
    * have been applied, and the child would then sit in the queue, ahead of every waiter, for as long
    * as this client's session lives. Past that the session has expired and its children with it.
    */
-  async removeLeftover(child: string, parent: string): Promise<boolean> {
+  removeLeftover(child: string, parent: string): Promise<boolean> {
+    return this.whileConnectionLost(() => this.removeWithParent(child, parent));
+  }
+
+  /**
+   * Runs `call` again while it fails with a lost connection, backing off up to 1 s, for as long as
+   * the session may live (its time-out, and a second more); then rejects as the last try did.
+   */
+  async whileConnectionLost<T>(call: () => Promise<T>): Promise<T> {
     const end = monotonicNow() + this.client.getSessionTimeout() + 1_000;
     for (let pause = 50; ; pause = Math.min(pause * 2, 1_000)) {
       try {
-        return await this.removeWithParent(child, parent);
+        return await call();
       } catch (error) {
         if (zkCode(error) !== ZK.connectionLoss || monotonicNow() + pause > end) throw error;
         await new Promise((resolve) => setTimeout(resolve, pause).unref());

@@ -201,15 +201,11 @@ export class ZooKeeperLock {
       const read = await this.ops.data(child);
       if (read === undefined) return null;
       const count = Number(read.data.toString() || '1') + 1;
-      try {
-        const written = await this.ops.setData(child, countData(count), read.stat.version);
-        this.#known.set(knownKey(owner, roles), { path: child, version: written.version, count, queued: true });
-        return { path: child, fence: creationZxid(read.stat), holdCount: count };
-      } catch (error) {
-        if (zkCode(error) === ZK.badVersion) continue; // another re-entry or release came between
-        if (zkCode(error) === ZK.noNode) return null;
-        throw error;
-      }
+      const written = await this.#writeCount(child, count, read.stat.version);
+      if (written === 'gone') return null;
+      if (written === 'changed') continue; // another re-entry or release came between
+      this.#known.set(knownKey(owner, roles), { path: child, version: written.version, count, queued: true });
+      return { path: child, fence: creationZxid(read.stat), holdCount: count };
     }
   }
 
@@ -238,9 +234,12 @@ export class ZooKeeperLock {
           if (await removed) return 0;
           throw new LockNotHeldError(this.name, owner, 'release');
         }
-        const written = await this.ops.setData(known.path, countData(left), known.version);
-        this.#known.set(key, { path: known.path, version: written.version, count: left, queued: known.queued });
-        return left;
+        const written = await this.#writeCount(known.path, left, known.version);
+        if (written === 'gone') throw new LockNotHeldError(this.name, owner, 'release');
+        if (written !== 'changed') {
+          this.#known.set(key, { path: known.path, version: written.version, count: left, queued: known.queued });
+          return left;
+        }
       } catch (error) {
         if (zkCode(error) !== ZK.badVersion) throw error;
       }
@@ -255,12 +254,9 @@ export class ZooKeeperLock {
         if (!(await this.ops.removeWithParent(child, this.path))) throw new LockNotHeldError(this.name, owner, 'release');
         return 0;
       }
-      try {
-        await this.ops.setData(child, countData(left), read.stat.version);
-        return left;
-      } catch (error) {
-        if (zkCode(error) !== ZK.badVersion) throw error;
-      }
+      const written = await this.#writeCount(child, left, read.stat.version);
+      if (written === 'gone') throw new LockNotHeldError(this.name, owner, 'release');
+      if (written !== 'changed') return left;
     }
   }
 
@@ -356,6 +352,38 @@ export class ZooKeeperLock {
   /** Tells the waiter behind a semaphore holder that it holds now (its watch on our data fires); the child's new data version. */
   async #announce(child: string): Promise<number> {
     return (await this.ops.setData(child, countData(1), -1).catch(() => undefined))?.version ?? -1;
+  }
+
+  /**
+   * Writes hold count `count` into the child at `path` if its data version is still `version`:
+   * `'changed'` when another write came first, `'gone'` when the child is gone. A write whose answer
+   * was lost with the connection may or may not have been applied, and sent again blindly it would
+   * count twice (a release taken twice frees the lock under its holder). So it looks: the child one
+   * version on, holding `count`, is this write applied; still at `version`, it was not (sent again,
+   * where a "bad version" means the first one just landed: look again).
+   */
+  async #writeCount(path: string, count: number, version: number): Promise<Stat | 'changed' | 'gone'> {
+    try {
+      return await this.ops.setData(path, countData(count), version);
+    } catch (error) {
+      const code = zkCode(error);
+      if (code === ZK.badVersion) return 'changed';
+      if (code === ZK.noNode) return 'gone';
+      if (code !== ZK.connectionLoss) throw error;
+    }
+    for (;;) {
+      const read = await this.ops.whileConnectionLost(() => this.ops.data(path));
+      if (read === undefined) return 'gone';
+      if (read.stat.version === version + 1 && Number(read.data.toString()) === count) return read.stat;
+      if (read.stat.version !== version) return 'changed';
+      try {
+        return await this.ops.whileConnectionLost(() => this.ops.setData(path, countData(count), version));
+      } catch (error) {
+        const code = zkCode(error);
+        if (code === ZK.noNode) return 'gone';
+        if (code !== ZK.badVersion) throw error;
+      }
+    }
   }
 
   /** A fresh grant, remembered for its release. */
