@@ -190,6 +190,26 @@ describe('the etcd recipe on one member', { timeout: 40_000 }, () => {
     assert.deepEqual(await keysLeft(a.ops), [], 'nothing is left under the root');
   });
 
+  it("a count the client sent twice (its first answer lost, etcd3's retry) counts once: a re-entry and a partial release each land once", async () => {
+    class CountSentTwice extends EtcdOps {
+      override async replace(...args: Parameters<EtcdOps['replace']>) {
+        await super.replace(...args);
+        return super.replace(...args);
+      }
+    }
+    const client = new Etcd3({ hosts: [...cluster.hosts], dialTimeout: 2_000 });
+    const ops = new CountSentTwice(client);
+    const lease = await LeaseClock.grant(ops, 5_000);
+    opened.push({ client, lease });
+    const lock = new EtcdLock(ops, lease, lockPrefix(ROOT, 'mutex', 'count-twice'), 'count-twice', 1);
+    const request = mutexRequest();
+    assert.ok((await take(lock, request, 2_000)) !== null);
+    assert.equal((await lock.reenter(request.owner))?.holdCount, 2);
+    assert.equal(await lock.release(request.owner, 1), 1, 'one of two holds released, once');
+    assert.equal(await take(a.lock('mutex', 'count-twice'), mutexRequest(), 0), null, 'still held');
+    assert.equal(await lock.release(request.owner, 1), 0);
+  });
+
   it("a join the client sent twice (its first answer lost, etcd3's retry) takes the key the first one made, and leaves none behind", async () => {
     // What etcd3 does when an answer is lost: the same transaction sent again, to the real server.
     class JoinSentTwice extends EtcdOps {

@@ -186,15 +186,20 @@ export class EtcdOps {
 
   /**
    * Writes `value` to `key` if its last write is still `modRevision`, keeping its lease; the key's new
-   * mod revision, or `undefined` when it changed or is gone.
+   * mod revision, or `undefined` when it changed or is gone. etcd3 sends a transaction again when its
+   * answer is lost, and the first may have been applied: its resend then fails the compare. So the
+   * failure reads the key, and a key holding `value` (unique to this write: the caller tags it) is
+   * this write applied.
    */
   async replace(key: string, value: string, modRevision: number): Promise<number | undefined> {
     const reply = await this.client.kv.txn({
       compare: [{ key: utf8(key), target: 'Mod', result: 'Equal', mod_revision: modRevision }],
       success: [{ request_put: { key: utf8(key), value: utf8(value), ignore_lease: true } }],
-      failure: [],
+      failure: [{ request_range: { key: utf8(key) } }],
     });
-    return reply.succeeded ? Number(reply.header.revision) : undefined;
+    if (reply.succeeded) return Number(reply.header.revision);
+    const now = reply.responses[0]?.response_range?.kvs[0];
+    return now !== undefined && now.value.toString('utf8') === value ? Number(now.mod_revision) : undefined;
   }
 
   /**

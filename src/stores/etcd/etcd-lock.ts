@@ -22,11 +22,19 @@
  * Hold count: the key's value, changed by compare-and-set on its mod revision, keeping its lease, so
  * a re-entry by owner token from another client counts once.
  */
+import { randomBytes } from 'node:crypto';
 import { LockNotHeldError, PermitLimitError } from '../../errors.js';
 import type { WaitScope } from '../../wait-scope.js';
 import type { EtcdOps, Snapshot } from './etcd-client.js';
 import { participantName, queueOf, turnOf, type Participant, type Role, type Turn } from './etcd-queue.js';
 import type { LeaseClock } from './lease-clock.js';
+
+/**
+ * A hold count as a key's value, tagged with a random word unique to this write (`<count> <tag>`;
+ * readers take the leading number): a write etcd3 sent again after a lost answer can then tell its
+ * own first landing from another client's write (EtcdOps.replace).
+ */
+const countValue = (count: number): string => `${count} ${randomBytes(4).toString('hex')}`;
 
 /** A hold etcd granted. */
 export interface EtcdGrant {
@@ -211,7 +219,7 @@ export class EtcdLock {
             const me = queue.find((p) => p.name === seat.name) as Participant;
             let modRevision = me.modRevision;
             // Tells the semaphore waiter behind us that it may hold now: its watch on our key fires.
-            if (seat.request.role === 'permit' && waited) modRevision = (await scope.race(ops.replace(seat.key, '1', me.modRevision)).catch(() => undefined)) ?? -1;
+            if (seat.request.role === 'permit' && waited) modRevision = (await scope.race(ops.replace(seat.key, countValue(1), me.modRevision)).catch(() => undefined)) ?? -1;
             seat.lock.#known.set(seat.request.owner, { key: seat.key, modRevision, count: 1 });
             seat.lock.#keys.set(seat.request.owner, seat.key);
             grants.push({ key: seat.key, fence: me.createRevision, holdCount: 1 });
@@ -248,7 +256,7 @@ export class EtcdLock {
       if (mine === undefined) return null;
       const key = this.prefix + mine.name;
       const count = mine.count + 1;
-      const modRevision = await this.ops.replace(key, String(count), mine.modRevision);
+      const modRevision = await this.ops.replace(key, countValue(count), mine.modRevision);
       if (modRevision === undefined) continue; // another re-entry or release came between, or it is gone
       this.#known.set(owner, { key, modRevision, count });
       this.#keys.set(owner, key);
@@ -279,7 +287,7 @@ export class EtcdLock {
         if (removed === true) return 0;
         if (removed === false) throw new LockNotHeldError(this.name, owner, 'release');
       } else {
-        const modRevision = await this.ops.replace(known.key, String(left), known.modRevision);
+        const modRevision = await this.ops.replace(known.key, countValue(left), known.modRevision);
         if (modRevision !== undefined) {
           this.#known.set(owner, { key: known.key, modRevision, count: left });
           return left;
@@ -297,7 +305,7 @@ export class EtcdLock {
         if (removed === false) throw new LockNotHeldError(this.name, owner, 'release');
         continue;
       }
-      if ((await this.ops.replace(key, String(left), mine.modRevision)) !== undefined) return left;
+      if ((await this.ops.replace(key, countValue(left), mine.modRevision)) !== undefined) return left;
     }
   }
 

@@ -37,7 +37,7 @@ export interface Participant {
   readonly createRevision: number;
   /** The key's last write, for compare-and-set. */
   readonly modRevision: number;
-  /** Its hold count (its value). */
+  /** Its hold count (its value's leading number: `<count>[ <tag>]`). */
   readonly count: number;
   /** A read taken inside a write hold (a downgrade under a new owner): the writer's owner, whose `lock` key it passes. */
   readonly passes: string | undefined;
@@ -79,7 +79,7 @@ export function parseParticipant(entry: Entry): Participant | undefined {
     limit: match[5] === undefined ? undefined : Number(match[5]),
     createRevision: entry.createRevision,
     modRevision: entry.modRevision,
-    count: Number(entry.value) || 1,
+    count: Number.parseInt(entry.value, 10) || 1,
   };
 }
 

@@ -7,7 +7,7 @@
 import { byNameThenKind, decodeName, type CatalogEntry, type CatalogLock, type LockCatalog } from '../../catalog.js';
 import type { LockKind } from '../../inspection.js';
 import { creationZxid, type ZooKeeperOps } from './zookeeper-client.js';
-import { limitIn } from './zookeeper-lock.js';
+import { countIn, limitIn } from './zookeeper-lock.js';
 import { queueOf, turnOf } from './znode-queue.js';
 
 /** The kind of each family znode, and its name under the prefix (the mutex and the fair mutex share `mutex`). */
@@ -49,7 +49,7 @@ export class ZooKeeperCatalog implements LockCatalog {
         owner: p.owner,
         permits: p.role === 'down' ? 1 : p.permits,
         order: creationZxid(child.stat),
-        count: Number(child.data.toString('utf8')) || 1,
+        count: countIn(child.data),
         holds: turnOf(queue, p.name, limit)?.holds === true,
         client: sessionOf(child.stat),
       });

@@ -17,6 +17,7 @@
  * Hold count: the child's data (`<count>`), changed by compare-and-set on its version, so a
  * re-entry by owner token from another process counts once.
  */
+import { randomBytes } from 'node:crypto';
 import { LockNotHeldError, PermitLimitError } from '../../errors.js';
 import type { WaitScope } from '../../wait-scope.js';
 import { parseParticipant, queueOf, stemOf, turnOf, type Participant, type Role } from './znode-queue.js';
@@ -50,7 +51,17 @@ export function lockPath(root: string, family: string, name: string): string {
   return `${root}/${family}/${segment}`;
 }
 
-const countData = (count: number): Buffer => Buffer.from(String(count));
+/**
+ * A hold count as a child's data, tagged with a random word unique to this write (`<count> <tag>`;
+ * readers take the leading number, {@link countIn}): a write whose answer was lost can then tell its
+ * own landing from another client's ({@link ZooKeeperLock.#writeCount}).
+ */
+const countData = (count: number): Buffer => Buffer.from(`${count} ${randomBytes(4).toString('hex')}`);
+
+/** The hold count in a child's data (1 when it has none). */
+export function countIn(data: Buffer): number {
+  return Number.parseInt(data.toString('utf8'), 10) || 1;
+}
 
 /** What this client last wrote to an owner's child: a release that finds it unchanged needs no read first. */
 interface Known {
@@ -200,7 +211,7 @@ export class ZooKeeperLock {
       if (child === undefined) return null;
       const read = await this.ops.data(child);
       if (read === undefined) return null;
-      const count = Number(read.data.toString() || '1') + 1;
+      const count = countIn(read.data) + 1;
       const written = await this.#writeCount(child, count, read.stat.version);
       if (written === 'gone') return null;
       if (written === 'changed') continue; // another re-entry or release came between
@@ -248,7 +259,7 @@ export class ZooKeeperLock {
       const child = await this.#childOf(owner, roles);
       const read = child === undefined ? undefined : await this.ops.data(child);
       if (child === undefined || read === undefined) throw new LockNotHeldError(this.name, owner, 'release');
-      const left = Number(read.data.toString() || '1') - count;
+      const left = countIn(read.data) - count;
       if (left <= 0) {
         this.#mine.delete(child);
         if (!(await this.ops.removeWithParent(child, this.path))) throw new LockNotHeldError(this.name, owner, 'release');
@@ -358,13 +369,14 @@ export class ZooKeeperLock {
    * Writes hold count `count` into the child at `path` if its data version is still `version`:
    * `'changed'` when another write came first, `'gone'` when the child is gone. A write whose answer
    * was lost with the connection may or may not have been applied, and sent again blindly it would
-   * count twice (a release taken twice frees the lock under its holder). So it looks: the child one
-   * version on, holding `count`, is this write applied; still at `version`, it was not (sent again,
-   * where a "bad version" means the first one just landed: look again).
+   * count twice (a release taken twice frees the lock under its holder). So it looks: the child
+   * holding this write's data (tagged, unique) is this write applied; still at `version`, it was not
+   * (sent again, where a "bad version" means the first one just landed: look again).
    */
   async #writeCount(path: string, count: number, version: number): Promise<Stat | 'changed' | 'gone'> {
+    const data = countData(count);
     try {
-      return await this.ops.setData(path, countData(count), version);
+      return await this.ops.setData(path, data, version);
     } catch (error) {
       const code = zkCode(error);
       if (code === ZK.badVersion) return 'changed';
@@ -374,10 +386,10 @@ export class ZooKeeperLock {
     for (;;) {
       const read = await this.ops.whileConnectionLost(() => this.ops.data(path));
       if (read === undefined) return 'gone';
-      if (read.stat.version === version + 1 && Number(read.data.toString()) === count) return read.stat;
+      if (read.data.equals(data)) return read.stat;
       if (read.stat.version !== version) return 'changed';
       try {
-        return await this.ops.whileConnectionLost(() => this.ops.setData(path, countData(count), version));
+        return await this.ops.whileConnectionLost(() => this.ops.setData(path, data, version));
       } catch (error) {
         const code = zkCode(error);
         if (code === ZK.noNode) return 'gone';
