@@ -66,7 +66,9 @@ class SemaphoreFleet {
 
   /** Asks every worker to finish the section it is in and exit. */
   stop(): void {
-    for (const child of this.children) if (child.connected) child.send({ type: 'stop' });
+    // A worker may exit between the check and the write (EPIPE): with a callback Node reports that
+    // to it instead of an 'error' event nobody listens to, and a worker gone needs no stop.
+    for (const child of this.children) if (child.connected) child.send({ type: 'stop' }, () => undefined);
   }
 
   get completed(): readonly PermitSection[] {
