@@ -35,6 +35,17 @@ export function creationZxid(stat: Stat): number {
   return stat.czxid.readUInt32BE(0) * 2 ** 32 + stat.czxid.readUInt32BE(4);
 }
 
+/** No reply within the session's time-out: a lost connection, as the recipes read it ({@link zkCode}). */
+class LostReply extends Error {
+  constructor() {
+    super('no reply from ZooKeeper within the session time-out');
+  }
+
+  getCode(): number {
+    return ZK.connectionLoss;
+  }
+}
+
 /** One child of a lock's znode, by its name and sequence number. */
 export interface Child {
   readonly name: string;
@@ -52,9 +63,32 @@ export function parseChild(name: string): Child | undefined {
 export class ZooKeeperOps {
   constructor(readonly client: Client) {}
 
+  /**
+   * One request's promise, rejected as a lost connection when no reply came within the session's
+   * time-out. node-zookeeper-client never times a reply out, and after a server was killed a reply
+   * was seen never to come, on a session that otherwise lived (its beats answered): the recipes treat
+   * a lost connection as "maybe applied, look again", which is what such a request needs.
+   */
+  #reply<T>(send: (resolve: (value: T) => void, reject: (error: unknown) => void) => void): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new LostReply()), this.client.getSessionTimeout());
+      timer.unref();
+      send(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
+  }
+
   /** Creates an ephemeral sequential child `<parent>/<stem>-NNNNNNNNNN`; resolves with its path. */
   createSequential(parent: string, stem: string, data: Buffer): Promise<string> {
-    return new Promise((resolve, reject) => {
+    return this.#reply((resolve, reject) => {
       this.client.create(`${parent}/${stem}-`, data, CreateMode.EPHEMERAL_SEQUENTIAL, (error, path) => (error ? reject(error) : resolve(path)));
     });
   }
@@ -64,7 +98,7 @@ export class ZooKeeperOps {
    * rejects with "node exists" when the parent is there already.
    */
   createWithParent(parent: string, stem: string, data: Buffer): Promise<string> {
-    return new Promise((resolve, reject) => {
+    return this.#reply((resolve, reject) => {
       this.client
         .transaction()
         .create(parent, CreateMode.PERSISTENT)
@@ -75,14 +109,14 @@ export class ZooKeeperOps {
 
   /** Creates a persistent node and its missing ancestors; resolves when it exists. */
   ensurePath(path: string): Promise<void> {
-    return new Promise((resolve, reject) => {
+    return this.#reply((resolve, reject) => {
       this.client.mkdirp(path, CreateMode.PERSISTENT, (error) => (error && zkCode(error) !== ZK.nodeExists ? reject(error) : resolve()));
     });
   }
 
   /** The node's stat, or `undefined` when it does not exist; `watch` is called once on its next change. */
   exists(path: string, watch?: () => void): Promise<Stat | undefined> {
-    return new Promise((resolve, reject) => {
+    return this.#reply((resolve, reject) => {
       const done = (error: unknown, stat: Stat | null): void => (error ? reject(error) : resolve(stat ?? undefined));
       if (watch === undefined) this.client.exists(path, done);
       else this.client.exists(path, () => watch(), done);
@@ -91,28 +125,28 @@ export class ZooKeeperOps {
 
   /** The node's children's names, or `undefined` when the node does not exist. */
   children(path: string): Promise<string[] | undefined> {
-    return new Promise((resolve, reject) => {
+    return this.#reply((resolve, reject) => {
       this.client.getChildren(path, (error, names) => (error ? (zkCode(error) === ZK.noNode ? resolve(undefined) : reject(error)) : resolve(names)));
     });
   }
 
   /** The node's data and stat, or `undefined` when it does not exist. */
   data(path: string): Promise<{ data: Buffer; stat: Stat } | undefined> {
-    return new Promise((resolve, reject) => {
+    return this.#reply((resolve, reject) => {
       this.client.getData(path, (error, data, stat) => (error ? (zkCode(error) === ZK.noNode ? resolve(undefined) : reject(error)) : resolve({ data: data ?? Buffer.alloc(0), stat })));
     });
   }
 
   /** Replaces the node's data if its version is still `version`. */
   setData(path: string, data: Buffer, version: number): Promise<Stat> {
-    return new Promise((resolve, reject) => {
+    return this.#reply((resolve, reject) => {
       this.client.setData(path, data, version, (error, stat) => (error ? reject(error) : resolve(stat)));
     });
   }
 
   /** Deletes the node if its data version is still `version` (−1: any); false when it was gone. */
   remove(path: string, version = -1): Promise<boolean> {
-    return new Promise((resolve, reject) => {
+    return this.#reply((resolve, reject) => {
       this.client.remove(path, version, (error) => (error ? (zkCode(error) === ZK.noNode ? resolve(false) : reject(error)) : resolve(true)));
     });
   }
@@ -126,7 +160,7 @@ export class ZooKeeperOps {
     const transaction = this.client.transaction().remove(child, version).remove(parent, -1);
     if (version === 0 && !keepVersionZero(transaction, 0)) return this.removeThenParent(child, parent, 0);
     try {
-      await new Promise<void>((resolve, reject) => transaction.commit((error) => (error ? reject(error) : resolve())));
+      await this.#reply<void>((resolve, reject) => transaction.commit((error) => (error ? reject(error) : resolve())));
       return true;
     } catch (error) {
       const code = zkCode(error);

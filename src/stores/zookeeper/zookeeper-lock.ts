@@ -153,7 +153,15 @@ export class ZooKeeperLock {
         waited = true;
         if (watched === undefined) await backOff(scope);
         if (watched === undefined || watched.some((s) => s === undefined)) continue;
-        await waitFor(wake, scope);
+        // A watch's event lost with a killed server was seen to leave a waiter waiting for good: with
+        // no event for a session's time-out, it looks at the queue again (and watches anew).
+        const relook = setTimeout(() => woken?.(), this.ops.client.getSessionTimeout());
+        relook.unref();
+        try {
+          await waitFor(wake, scope);
+        } finally {
+          clearTimeout(relook);
+        }
       }
     } catch (error) {
       this.track(this.#leave(mine));
