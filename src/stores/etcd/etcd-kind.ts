@@ -65,7 +65,12 @@ export abstract class EtcdKind extends Lock {
 
   async releaseInStore(hold: Hold, count: number): Promise<number> {
     const key = this.recipe.keyOf(hold.owner);
-    const left = await this.etcd.call(this.name, this.recipe.release(hold.owner, count));
+    const left = await this.etcd.call(this.name, this.recipe.release(hold.owner, count)).catch((error: unknown) => {
+      // The common lock drops a hold whose release failed, expecting its lease to run out; this
+      // Padlock's lease is kept alive, so the key is deleted here, in the background, instead.
+      if (!(error instanceof LockNotHeldError) && count >= hold.count && key !== undefined) this.recipe.abandonKey(key);
+      throw error;
+    });
     if (left === 0 && key !== undefined) this.etcd.unexpire(key);
     return left;
   }

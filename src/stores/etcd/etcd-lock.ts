@@ -309,6 +309,15 @@ export class EtcdLock {
     }
   }
 
+  /**
+   * Deletes `key` in the background, sending the delete again while it fails and the lease lives: for
+   * a final release that could not reach etcd, whose key nothing else would delete while this
+   * Padlock's lease is kept alive (the lease never runs out, as a Redis lock's would).
+   */
+  abandonKey(key: string): void {
+    void this.currentLease().then((lease) => lease.alive && removeWhileLeased(this.ops, [key], lease), () => undefined);
+  }
+
   /** Releases the hold whose key is `key` outright (every count); false when it was gone. */
   async releaseKey(key: string): Promise<boolean> {
     return (await this.ops.remove(key)) > 0;

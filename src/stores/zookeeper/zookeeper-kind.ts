@@ -59,8 +59,9 @@ export abstract class ZooKeeperKind extends Lock {
   }
 
   async releaseInStore(hold: Hold, count: number): Promise<number> {
+    let child: string | undefined;
     return this.store.call(this.name, async () => {
-      const child = await this.childOf(hold.owner);
+      child = await this.childOf(hold.owner);
       let left: number;
       try {
         left = await this.recipe.release(hold.owner, count, this.roles);
@@ -74,6 +75,11 @@ export abstract class ZooKeeperKind extends Lock {
       }
       if (left === 0 && child !== undefined) this.store.unfixLease(child);
       return left;
+    }).catch((error: unknown) => {
+      // The common lock drops a hold whose release failed, expecting its lease to run out; the
+      // session keeps the child while it lives, so the child is deleted here, in the background.
+      if (!(error instanceof LockNotHeldError) && count >= hold.count && child !== undefined) this.store.abandon(this.recipe, child);
+      throw error;
     });
   }
 

@@ -189,6 +189,12 @@ export class ZooKeeperStore implements Store {
     this.#leases.set(child, { end, timer });
   }
 
+  /** Deletes `child` in the background (a final release that failed), sending the delete again while the session may live. */
+  abandon(recipe: ZooKeeperLock, child: string): void {
+    this.unfixLease(child);
+    this.#host.track(recipe.releasePath(child).catch(() => false));
+  }
+
   /** Moves a fixed lease's end to `end` if `child` has one and it ends sooner (a re-entry). */
   moveFixedLease(recipe: ZooKeeperLock, child: string, end: number): void {
     if (this.#leases.has(child)) this.fixLease(recipe, child, end);
