@@ -152,7 +152,8 @@ export abstract class Lock implements Lockable, HoldLock {
       remaining = await this.releaseInStore(hold, count);
     } catch (error) {
       if (error instanceof LockNotHeldError) runtime.lost(hold, 'taken');
-      // Unreachable: stop renewing so the lease runs out by itself; the caller sees the error.
+      // Unreachable: stop renewing so the lease runs out by itself (a consensus store, whose session or
+      // lease outlives the hold, deletes the node in the background); the caller sees the error.
       else runtime.released(hold);
       throw error;
     }

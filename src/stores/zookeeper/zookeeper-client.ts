@@ -6,6 +6,7 @@
  */
 import type { Client, Stat } from 'node-zookeeper-client';
 import { monotonicNow } from '../../clock.js';
+import { Deadline } from '../../deadlines.js';
 
 // Types only: node-zookeeper-client is the application's (an optional peer), never loaded by padlock
 // itself, so its constants are ZooKeeper's own wire values, written out here.
@@ -71,15 +72,15 @@ export class ZooKeeperOps {
    */
   #reply<T>(send: (resolve: (value: T) => void, reject: (error: unknown) => void) => void): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new LostReply()), this.client.getSessionTimeout());
-      timer.unref();
+      // The shared timer of every reply bound (a Node timer per request would be armed and cleared each time).
+      const lost = new Deadline(this.client.getSessionTimeout(), () => reject(new LostReply()));
       send(
         (value) => {
-          clearTimeout(timer);
+          lost.cancel();
           resolve(value);
         },
         (error) => {
-          clearTimeout(timer);
+          lost.cancel();
           reject(error);
         },
       );

@@ -19,6 +19,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { LockNotHeldError, PermitLimitError } from '../../errors.js';
+import { Deadline } from '../../deadlines.js';
 import type { WaitScope } from '../../wait-scope.js';
 import { parseParticipant, queueOf, stemOf, turnOf, type Participant, type Role } from './znode-queue.js';
 import type { Stat } from 'node-zookeeper-client';
@@ -155,12 +156,11 @@ export class ZooKeeperLock {
         if (watched === undefined || watched.some((s) => s === undefined)) continue;
         // A watch's event lost with a killed server was seen to leave a waiter waiting for good: with
         // no event for a session's time-out, it looks at the queue again (and watches anew).
-        const relook = setTimeout(() => woken?.(), this.ops.client.getSessionTimeout());
-        relook.unref();
+        const relook = new Deadline(this.ops.client.getSessionTimeout(), () => woken?.());
         try {
           await waitFor(wake, scope);
         } finally {
-          clearTimeout(relook);
+          relook.cancel();
         }
       }
     } catch (error) {
