@@ -173,3 +173,89 @@ describe('Redlock: masters that lost their data', () => {
     await lease.release();
   });
 });
+
+describe('Redlock: a first use, and a quiet spell, with a minority of masters down or slow', () => {
+  /** A Padlock over all five masters, connected, under its own key prefix (so no earlier test's markers). */
+  async function onPrefix(prefix: string, leaseMs: number): Promise<Padlock> {
+    const clients = masters.map((m) => connect(m));
+    await Promise.all(clients.map((c) => c.ping()));
+    const padlock = new Padlock({ redis: clients, leaseMs, prefix });
+    padlocks.push(padlock);
+    return padlock;
+  }
+
+  /** `acquire({ waitMs: 10 s })` of `name`, released at once; how long the grant took (ms). */
+  async function timedGrant(padlock: Padlock, name: string): Promise<number> {
+    const started = monotonicNow();
+    const lease = await padlock.mutex(name).acquire({ waitMs: 10_000 });
+    const took = monotonicNow() - started;
+    await lease.release();
+    return took;
+  }
+
+  it('a first use with 1 of 5 masters down is served within 1 s (the four that answer have no marker: nothing they granted lives)', async () => {
+    // A 2 s lease: the down master's calls time out after 500 ms.
+    const padlock = await onPrefix('rla-down', 2_000);
+    await masters[4]!.kill();
+    try {
+      const took = await timedGrant(padlock, 'rla:down');
+      assert.ok(took < 1_000, `granted after ${Math.round(took)} ms`);
+    } finally {
+      await masters[4]!.restart();
+    }
+  });
+
+  it('a first use where 1 of 5 masters answers 300 ms late (SIGSTOP) is served within 1 s; the late grant is given back', async () => {
+    // A 1 s lease: the frozen master's calls time out after 250 ms, before it answers.
+    const padlock = await onPrefix('rla-late', 1_000);
+    masters[4]!.pause();
+    const thawed = delay(300).then(() => masters[4]!.resume());
+    try {
+      const started = monotonicNow();
+      const lease = await padlock.mutex('rla:late').acquire({ waitMs: 10_000 });
+      const took = monotonicNow() - started;
+      assert.ok(took < 1_000, `granted after ${Math.round(took)} ms`);
+      await thawed;
+      const key = lockKeys('rla-late', 'rla:late').lock;
+      assert.ok(await eventually(async () => (await holdsOf(admins[4]!, key, lease.owner)) === 0), 'the late master\'s grant was given back');
+      await lease.release();
+    } finally {
+      await thawed;
+    }
+  });
+
+  it('after the markers ran out idle, with 1 of 5 masters down, the next grant comes within 1 s, from the same Padlock and from a new one', { timeout: 30_000 }, async () => {
+    // A 2 s lease: markers live max(10 s, 2 × 2 s) after the last round.
+    const prefix = 'rla-quiet';
+    const padlock = await onPrefix(prefix, 2_000);
+    const fresh = await onPrefix(prefix, 2_000);
+    for (const name of ['rla:quiet:1', 'rla:quiet:2', 'rla:quiet:3']) await timedGrant(padlock, name);
+    await delay(10_500);
+    const marker = `${prefix}:redlock-epoch`;
+    assert.deepEqual(await Promise.all(admins.map((a) => a.pttl(marker))), [-2, -2, -2, -2, -2], 'every marker ran out');
+    await masters[4]!.kill();
+    try {
+      const [same, other] = await Promise.all([timedGrant(padlock, 'rla:quiet:1'), timedGrant(fresh, 'rla:quiet:4')]);
+      assert.ok(same < 1_000, `the same Padlock was granted after ${Math.round(same)} ms`);
+      assert.ok(other < 1_000, `a new Padlock was granted after ${Math.round(other)} ms`);
+    } finally {
+      await masters[4]!.restart();
+    }
+  });
+
+  it('3 of 5 restarted empty while a lock is held and a 4th down: the one master left with a marker rules the first use out (no second holder while the lease lives)', async () => {
+    const prefix = 'rla-majority';
+    const name = 'rla:majority';
+    const holder = await (await onPrefix(prefix, 2_000)).mutex(name).acquire({ autoExtend: false });
+    const leaseEnds = monotonicNow() + 2_000;
+    const other = await onPrefix(prefix, 2_000);
+    await restartEmpty([0, 1, 2]);
+    await masters[3]!.kill();
+    try {
+      await assertNoSecondHolder(other, name, leaseEnds);
+      assert.ok(holder.isHeld || monotonicNow() >= leaseEnds - 100);
+    } finally {
+      await masters[3]!.restart();
+    }
+  });
+});

@@ -29,13 +29,21 @@ export interface Epoch {
   readonly born: number;
   /** The run id of the process that answered: a later check over the same connection names it, and so costs no INFO. */
   readonly run: string;
+  /**
+   * Whether the epoch began on a master that had no marker at all (it ran out, so no hold granted
+   * there lives; or the master lost its data), not over another process's marker (a restart from a
+   * file, a promoted replica: proof that the set was in use). Only bare epochs make a first use.
+   */
+  readonly bare: boolean;
 }
 
 /**
  * The TTL a marker is given: twice the longest lease recorded (the script never sets less), set
  * when the marker changes and again once half of it ran. After any round that touched it, a marker
  * so lives at least the longest lease: longer than every hold that round could have granted or
- * renewed. Markers that all ran out mean no lock granted on the set can still be held: a first use again.
+ * renewed, and longer than any lock key that round wrote. A marker that ran out so means that no hold
+ * that master granted or renewed can still live: a majority of answers all on bare epochs (none
+ * carrying another marker) is a first use again, whichever masters do not answer.
  */
 export function markerTtlMs(longestMs: number): number {
   return Math.max(10_000, 2 * longestMs);
@@ -44,11 +52,11 @@ export function markerTtlMs(longestMs: number): number {
 
 /** The marker's check and resolve (src/stores/redis/scripts/redlock-epoch.lua). */
 export const epochScript = defineScript('redlock-epoch', luaSources.redlockEpoch, (reply): Epoch => {
-  if (!Array.isArray(reply) || reply.length !== 5 || !reply.slice(0, 4).every((v) => typeof v === 'number') || typeof reply[4] !== 'string') {
+  if (!Array.isArray(reply) || reply.length !== 6 || !reply.slice(0, 4).every((v) => typeof v === 'number') || typeof reply[4] !== 'string' || typeof reply[5] !== 'number') {
     throw new TypeError(`redlock-epoch: unexpected reply ${JSON.stringify(reply)}`);
   }
-  const [resolved, waitMs, longestMs, born, run] = reply as [number, number, number, number, string];
-  return { state: resolved === 0 ? 'unresolved' : waitMs > 0 ? 'sitting' : 'ready', waitMs, longestMs, born, run };
+  const [resolved, waitMs, longestMs, born, run, bare] = reply as [number, number, number, number, string, number];
+  return { state: resolved === 0 ? 'unresolved' : waitMs > 0 ? 'sitting' : 'ready', waitMs, longestMs, born, run, bare: bare === 1 };
 });
 
 /**

@@ -263,15 +263,16 @@ export class Redlock implements Topology {
     const decided = (got: readonly Answer<AcquireReply>[]): boolean => {
       const granted = got.filter((a) => counts(a)).length;
       const pending = n - got.length;
-      // A new epoch counts only on a first use, which is known once every master answered.
-      if (pending > 0 && got.some((a) => a.ok && a.epoch?.state === 'unresolved')) return false;
+      // A new epoch counts only on a first use, which every master that answers in time may rule
+      // out (one marker is enough): wait for them while it is still possible.
+      if (pending > 0 && got.some((a) => a.ok && a.epoch?.state === 'unresolved') && mayBeFirstUse(got)) return false;
       const answered = got.filter((a) => a.ok).length;
       return granted >= q || (granted + pending < q && (answered >= q || answered + pending < q));
     };
     const answers = await gather(all, decided);
     // A first use: its grants count once their masters' epochs are resolved, so that a later round
     // can tell these masters from new ones (one more round trip, once per deployment).
-    const confirmed = firstUse(answers, n) ? await this.#resolveNow(answers) : undefined;
+    const confirmed = firstUse(answers, q) ? await this.#resolveNow(answers) : undefined;
     if (confirmed === undefined) this.#resolveEpochs(all);
     const reply = await this.#grant(call, rule, answers, startedAt, confirmed);
     if (reply.status === 'acquired') {
@@ -379,7 +380,7 @@ export class Redlock implements Topology {
    */
   #resolveEpochs(asked: readonly Promise<Answer<AcquireReply>>[]): void {
     void Promise.all(asked).then((answers) => {
-      if (firstUse(answers, this.#masters.length)) return;
+      if (firstUse(answers, this.quorum)) return;
       const sitOutMs = this.#longestMs + driftMs(this.#longestMs);
       for (const a of answers) {
         if (a.ok && a.epoch?.state === 'unresolved') this.#sendAside(a.node, { script: epochScript, keys: [this.#marker], args: resolveArgs(a.epoch, sitOutMs, this.#longestMs), lock: undefined });
@@ -387,13 +388,21 @@ export class Redlock implements Topology {
     });
   }
 
-  /** A first use: resolves every master's new epoch with no sit-out; the masters where it is now ready. */
+  /**
+   * A first use: resolves every answering master's new epoch with no sit-out; the masters where that
+   * very epoch (the process and `born` the attempt's check read) is now ready.
+   */
   async #resolveNow(answers: readonly Answer<AcquireReply>[]): Promise<ReadonlySet<Master>> {
     const ms = this.nodeTimeoutMs();
     const resolved = await Promise.all(
-      answers.flatMap((a) => (a.ok && a.epoch !== undefined ? [this.#ask(a.node, { script: epochScript, keys: [this.#marker], args: resolveArgs(a.epoch, 0, this.#longestMs), lock: undefined }, ms)] : [])),
+      answers.flatMap((a) => {
+        const read = a.ok ? a.epoch : undefined;
+        if (read === undefined) return [];
+        const asked = this.#ask(a.node, { script: epochScript, keys: [this.#marker], args: resolveArgs(read, 0, this.#longestMs), lock: undefined }, ms);
+        return [asked.then((r) => (r.ok && r.value.state === 'ready' && r.value.born === read.born && r.value.run === read.run ? [r.node] : []))];
+      }),
     );
-    return new Set(resolved.flatMap((r) => (r.ok && r.value.state === 'ready' ? [r.node] : [])));
+    return new Set(resolved.flat());
   }
 
   /** Gives back, on one master, what `reply` granted there (best effort). */
@@ -555,11 +564,18 @@ function counts(a: Answer<AcquireReply>, confirmed?: ReadonlySet<Master>): boole
 }
 
 /**
- * A first use of the set: every master answered and none had an epoch (each found its marker missing
- * or another process's). Every master losing its data at once looks the same: see docs/protocol.md.
+ * A first use of the set: a majority answered and every master that did was on a bare new epoch (its
+ * marker had run out, or it never had one: no hold it granted lives). A majority of a live hold's
+ * masters losing their data at once, while each master still carrying a marker stays silent, looks
+ * the same: see docs/protocol.md.
  */
-function firstUse(answers: readonly Answer<unknown>[], masters: number): boolean {
-  return answers.length === masters && answers.every((a) => a.ok && a.epoch?.state === 'unresolved');
+function firstUse(answers: readonly Answer<unknown>[], quorum: number): boolean {
+  return answers.filter((a) => a.ok).length >= quorum && mayBeFirstUse(answers);
+}
+
+/** Whether the answers so far leave a first use possible: every master that answered is on a bare new epoch. */
+function mayBeFirstUse(answers: readonly Answer<unknown>[]): boolean {
+  return answers.every((a) => !a.ok || (a.epoch?.state === 'unresolved' && a.epoch.bare));
 }
 
 /** The lease a call asks for, if its rule carries one: an attempt's or a re-entry's, a renewal's shortest. */
