@@ -1,7 +1,8 @@
 /**
  * Redlock's restart rule on 5 real masters: a master that lost its data sits out — its grants do not
  * count — until the longest lease it might have granted has passed (docs/protocol.md, "A master that
- * lost its data"). Every Padlock here uses a 4 s lease, so the longest lease known is 4 s.
+ * lost its data"). Every Padlock of the first suite uses a 4 s lease, so the longest lease known is
+ * 4 s; the second suite's (a first use, a quiet spell) use 1–2 s leases under prefixes of their own.
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -263,3 +264,4 @@ describe('Redlock: a first use, and a quiet spell, with a minority of masters do
       await masters[3]!.restart();
     }
   });
+});
