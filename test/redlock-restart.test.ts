@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { lockKeys } from '../src/keys.js';
-import { Lease, Padlock, QuorumError } from '../src/index.js';
+import { Lease, Padlock, QuorumError, RedisUnavailableError } from '../src/index.js';
 import { monotonicNow } from '../src/clock.js';
 import { acquireScript } from '../src/stores/redis/scripts/index.js';
 import { checkedScript, epochScript } from '../src/stores/redis/topology/master-epoch.js';
@@ -247,9 +247,10 @@ describe('Redlock: a first use, and a quiet spell, with a minority of masters do
   it('3 of 5 restarted empty while a lock is held, a 4th down, the 5th answering 200 ms late: that one marker, awaited within the time-out, rules the first use out (no second holder while the lease lives)', async () => {
     const prefix = 'rla-majority';
     const name = 'rla:majority';
-    await (await onPrefix(prefix, 2_000)).mutex(name).acquire({ autoExtend: false });
-    const leaseEnds = monotonicNow() + 2_000;
-    // A 2 s lease: each master has 500 ms to answer.
+    // A 4 s hold (the restarts and the first attempt take about a second); the other Padlock's 2 s
+    // lease gives each master 500 ms to answer.
+    await (await onPrefix(prefix, LEASE_MS)).mutex(name).acquire({ autoExtend: false });
+    const leaseEnds = monotonicNow() + LEASE_MS;
     const other = await onPrefix(prefix, 2_000);
     await restartEmpty([0, 1, 2]);
     await masters[3]!.kill();
@@ -257,8 +258,10 @@ describe('Redlock: a first use, and a quiet spell, with a minority of masters do
       // The three restarted (bare) masters answer first: a majority, but not every master that answers in time.
       masters[4]!.pause();
       const thawed = delay(200).then(() => masters[4]!.resume());
-      const first = await other.mutex(name).tryAcquire().finally(() => thawed);
-      assert.equal(first, null, 'a first use was decided before the master with a marker answered: a second holder');
+      const first = await other.mutex(name).tryAcquire().catch((error: unknown) => error).finally(() => thawed);
+      assert.ok(!(first instanceof Lease), 'a first use was decided before the master with a marker answered: a second holder');
+      // On a loaded machine the restarted masters may answer past their time-out: no majority, typed.
+      assert.ok(first === null || first instanceof QuorumError || first instanceof RedisUnavailableError, `refused, or no majority answered: ${String(first)}`);
       await assertNoSecondHolder(other, name, leaseEnds);
     } finally {
       await masters[3]!.restart();

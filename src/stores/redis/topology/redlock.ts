@@ -271,7 +271,7 @@ export class Redlock implements Topology {
     };
     const answers = await gather(all, decided);
     // A first use: its grants count once their masters' epochs are resolved, so that a later round
-    // can tell these masters from new ones (one more round trip, once per deployment).
+    // can tell these masters from new ones (one more round trip, on new masters and after a quiet spell).
     const confirmed = firstUse(answers, q) ? await this.#resolveNow(answers) : undefined;
     if (confirmed === undefined) this.#resolveEpochs(all);
     const reply = await this.#grant(call, rule, answers, startedAt, confirmed);
@@ -565,9 +565,8 @@ function counts(a: Answer<AcquireReply>, confirmed?: ReadonlySet<Master>): boole
 
 /**
  * A first use of the set: a majority answered and every master that did was on a bare new epoch (its
- * marker had run out, or it never had one: no hold it granted lives). A majority of a live hold's
- * masters losing their data at once, while each master still carrying a marker stays silent, looks
- * the same: see docs/protocol.md.
+ * marker had run out, or it never had one: no hold it granted lives). A live hold whose every master
+ * that ran its last round lost its data or stays silent looks the same: see docs/protocol.md.
  */
 function firstUse(answers: readonly Answer<unknown>[], quorum: number): boolean {
   return answers.filter((a) => a.ok).length >= quorum && mayBeFirstUse(answers);
