@@ -56,8 +56,9 @@ export interface Lockable {
   /** Whether anyone holds the lock now. Rejects with `PadlockClosedError` after `close()`. */
   isLocked(): Promise<boolean>;
   /**
-   * Deletes the lock whoever holds it (operators only); true when it was held. Holders learn at their
-   * next renewal. Rejects with `PadlockClosedError` after `close()`.
+   * Deletes the lock whoever holds it (operators only); true when it was held. Its holders are told
+   * at once (within a second: their `lease.signal` aborts with `LockLostError`, reason `'taken'`),
+   * not at their next renewal. Rejects with `PadlockClosedError` after `close()`.
    */
   forceRelease(): Promise<boolean>;
 }
@@ -88,6 +89,15 @@ export abstract class Lock implements Lockable, HoldLock {
    * lease in ms, ≤ 0 where the store no longer has it. Rejects when the store does not answer.
    */
   abstract renew(holds: readonly Hold[], ms?: number): Promise<number[]>;
+
+  /**
+   * Looks at `holds` without lengthening any lease (a hint said they may be gone): each one's
+   * remaining lease, ≤ 0 where the store no longer has it. By default a renewal to 1 ms, which never
+   * shortens a lease; a store whose renewal with `ms` moves a hold's own expiry overrides it.
+   */
+  check(holds: readonly Hold[]): Promise<number[]> {
+    return this.renew(holds, 1);
+  }
 
   /** Releases `count` holds in the store; resolves with the holds the owner has left. Rejects `LockNotHeldError`. */
   abstract releaseInStore(hold: Hold, count: number): Promise<number>;
