@@ -92,11 +92,16 @@ export abstract class Lock implements Lockable, HoldLock {
 
   /**
    * Looks at `holds` without lengthening any lease (a hint said they may be gone): each one's
-   * remaining lease, ≤ 0 where the store no longer has it. By default a renewal to 1 ms, which never
-   * shortens a lease; a store whose renewal with `ms` moves a hold's own expiry overrides it.
+   * remaining lease, ≤ 0 where the store no longer has it. By default a renewal to what this client
+   * counts left of them (its deadline is conservative: the store's lease ends later), which never
+   * shortens a lease nor lengthens one, and gives a Redlock round its usual per-master time (a
+   * renewal to 1 ms would get the shortest); a store whose renewal with `ms` moves a hold's own
+   * expiry overrides it.
    */
   check(holds: readonly Hold[]): Promise<number[]> {
-    return this.renew(holds, 1);
+    const now = monotonicNow();
+    const left = Math.min(...holds.map((hold) => hold.deadline - now));
+    return this.renew(holds, Math.max(1, Math.floor(left)));
   }
 
   /** Releases `count` holds in the store; resolves with the holds the owner has left. Rejects `LockNotHeldError`. */
