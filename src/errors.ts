@@ -75,7 +75,7 @@ export class LockNotHeldError extends PadlockError {
 
 /** Why a held lock was lost. */
 export type LockLostReason =
-  /** Renewal found the key gone or owned by another. */
+  /** Renewal (or the check a force-release's notice asks for) found the key gone or owned by another. */
   | 'taken'
   /** The local deadline passed without a successful renewal (Redis unreachable, event loop stalled, or a fixed lease ran out). */
   | 'expired';

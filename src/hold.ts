@@ -20,6 +20,11 @@ export interface HoldLock {
   readonly name: string;
   /** Holds of locks with the same family are renewed by the same script, so may share a call. */
   readonly family: string;
+  /**
+   * Looks at `holds` in the store without lengthening any lease: each one's remaining lease in ms,
+   * ≤ 0 where the store no longer has it. Rejects when the store does not answer.
+   */
+  check(holds: readonly Hold[]): Promise<number[]>;
   /** Releases `count` holds in the store; resolves with the holds the owner has left. Rejects `LockNotHeldError`. */
   releaseInStore(hold: Hold, count: number): Promise<number>;
   /** A lease's `release()`: releases `count` holds and keeps the books (released, lost). */

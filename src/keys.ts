@@ -63,6 +63,15 @@ export function waiterChannel(keys: LockKeys, clientId: string): string {
 }
 
 /**
+ * The channel on which a force-release names the lock it freed, `<prefix>:forced` (one per prefix,
+ * no hash tag: on a Cluster, sharded, it lives in its own slot). Every Padlock that has held a lock
+ * listens to it for its life; one that holds the lock named checks its holds at once.
+ */
+export function forcedChannel(prefix: string): string {
+  return `${prefix}:forced`;
+}
+
+/**
  * The liveness key of one client (one Padlock): `<prefix>:client:<clientId>`. The Padlock keeps it,
  * with a short expiry, while it holds or waits for a lock; a hold whose clients' liveness keys are
  * all gone is reaped (see docs/protocol.md). It has no hash tag: on a Cluster it lives in its own

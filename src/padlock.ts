@@ -83,6 +83,7 @@ export class Padlock extends EventEmitter<PadlockEvents> {
       track: (work) => runtime.track(work),
       holding: () => runtime.holds.size > 0,
       report: reportError,
+      suspect: (name) => runtime.suspect(name),
     });
     this.#timings = resolved.recordTimings === undefined || resolved.store.kind !== 'redis' ? undefined : new TimingsRecorder(resolved.store.redis, this.prefix, resolved.recordTimings);
     const timings = this.#timings;

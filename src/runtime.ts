@@ -26,6 +26,8 @@ export class Runtime {
   readonly #scoped = new Set<Promise<void>>();
   /** Clean-up calls sent on a caller's behalf after it stopped waiting (leaving a queue): close() waits for them. */
   readonly #cleanups = new Set<Promise<unknown>>();
+  /** Holds being checked after a hint that they were freed by force ({@link suspect}). */
+  readonly #checking = new WeakSet<Hold>();
   #closed: Promise<void> | undefined;
 
   constructor(
@@ -122,6 +124,28 @@ export class Runtime {
     const error = new LockLostError(hold.name, hold.owner, hold.fence, reason, cause === undefined ? undefined : { cause });
     hold.abortSignal(error);
     this.emit('lost', error);
+  }
+
+  /**
+   * Checks in the store, at once, every hold of lock `name` this Padlock has (a hint that an operator
+   * freed it by force); a hold the store no longer has is told lost (`taken`), one it still has is
+   * left as it was. A check already on its way for a hold serves a second hint too. Never rejects.
+   */
+  suspect(name: string): void {
+    for (const hold of this.#holds.values()) {
+      if (hold.name !== name || hold.state !== 'held' || this.#checking.has(hold)) continue;
+      this.#checking.add(hold);
+      void hold.lock.check([hold]).then(
+        ([remaining]) => {
+          this.#checking.delete(hold);
+          // A release of its own crossing the check answers first but books the hold a few steps
+          // later: looked at after them, such a hold is released, not lost.
+          if (remaining !== undefined && remaining <= 0) setImmediate(() => this.lost(hold, 'taken'));
+        },
+        // Unanswered: the hold stands as it did; its next renewal asks again.
+        () => this.#checking.delete(hold),
+      );
+    }
   }
 
   /** Marks a hold released (its owner holds nothing more here). Idempotent. */

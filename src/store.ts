@@ -31,6 +31,12 @@ export interface StoreHost {
   holding(): boolean;
   /** Reports trouble (renewals, the subscriber): one `error` event per outage. */
   report(error: unknown): void;
+  /**
+   * A hint that this Padlock's holds of lock `name` may have been freed by force (an operator's
+   * `forceRelease`): each is checked in the store at once and told lost only if the store no longer
+   * has it. A hint alone never ends a hold (it may be stale, or forged).
+   */
+  suspect(name: string): void;
 }
 
 /** Where a Padlock's locks live. */

@@ -48,7 +48,8 @@ async function queuedOwners(padlock: Padlock, name: string, count: number): Prom
 /** One store under test: its flag, and a Padlock on it. */
 interface StoreUnderTest {
   readonly flag: string[];
-  padlock(prefix: string): Padlock;
+  /** A Padlock with a 3 s lease; `longLived`: a 30 s lease (and, on ZooKeeper, session), renewed only every 10 s. */
+  padlock(prefix: string, longLived?: boolean): Padlock;
 }
 
 function operatorCommands(name: string, start: () => Promise<StoreUnderTest>): void {
@@ -58,7 +59,8 @@ function operatorCommands(name: string, start: () => Promise<StoreUnderTest>): v
 
     it('lists the locks in use (holder, fence, waiters, a semaphore\'s permits), frees one by force, and its holder is told', async () => {
       const store = await start();
-      const holder = store.padlock('ops');
+      // Renewed every 10 s: told at once by the force-release, not at a renewal.
+      const holder = store.padlock('ops', true);
       const waiter = store.padlock('ops');
       padlocks.push(holder, waiter);
       const lease: Lease = await holder.mutex('invoice:7').acquire();
@@ -84,12 +86,14 @@ function operatorCommands(name: string, start: () => Promise<StoreUnderTest>): v
       const table = await runBin(['list', '--prefix', 'ops', ...store.flag]);
       assert.match(table.stdout, /invoice:7/);
 
+      // Renewed now: its next renewal is about 10 s away, far past the second it has to be told in.
+      await lease.extend(30_000);
       const released = await runBin(['release', 'invoice:7', '--force', '--yes', '--json', '--prefix', 'ops', ...store.flag]);
       assert.equal(released.code, 0, released.stderr);
       const out = JSON.parse(released.stdout) as ReleaseReport;
       assert.equal(out.released, true);
       assert.equal(out.before.fence, lease.fence);
-      await eventually(() => lease.signal.aborted, 'the holder is told at its next renewal');
+      await eventually(() => lease.signal.aborted, 'the holder is told at once', 1_000);
       assert.ok(lease.signal.reason instanceof LockLostError);
       const next = await waiting;
       assert.ok(next.fence > lease.fence, 'the waiter got its turn');
@@ -196,10 +200,10 @@ operatorCommands('etcd', async () => {
   const cluster = await startEtcd(1);
   etcd = {
     flag: ['--etcd', cluster.hosts.map((h) => h.replace(/^https?:\/\//, '')).join(',')],
-    padlock: (prefix) => {
+    padlock: (prefix, longLived = false) => {
       const client = new Etcd3({ hosts: cluster.hosts });
       etcdClients.push(client);
-      return new Padlock({ etcd: client, prefix, leaseMs: 3_000 });
+      return new Padlock({ etcd: client, prefix, leaseMs: longLived ? 30_000 : 3_000 });
     },
   };
   return etcd;
@@ -211,10 +215,10 @@ operatorCommands('ZooKeeper', async () => {
   const ensemble = await startZooKeeper(1);
   zk = {
     flag: ['--zookeeper', ensemble.connectString],
-    padlock: (prefix) => {
-      const client = zooKeeperClient(ensemble);
+    padlock: (prefix, longLived = false) => {
+      const client = longLived ? zooKeeperClient(ensemble, 30_000) : zooKeeperClient(ensemble);
       zooKeeperClients.push(client);
-      return new Padlock({ zookeeper: client, prefix, leaseMs: 3_000 });
+      return new Padlock({ zookeeper: client, prefix, leaseMs: longLived ? 30_000 : 3_000 });
     },
   };
   return zk;

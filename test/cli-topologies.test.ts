@@ -97,6 +97,7 @@ describe('on a Redis Cluster', () => {
     const holderSide = padlockOn('cl2');
     const waiterSide = padlockOn('cl2');
     const stuck: Lease = await holderSide.mutex('job:7').acquire();
+    await redisInternals(holderSide).listeningForForce;
     const waiting = waiterSide.fairMutex('job:7').acquire({ waitMs: 20_000 });
     const admin = cluster.client();
     assert.ok(await eventually(async () => (await admin.llen(lockKeys('cl2', 'job:7').queue)) === 1));
@@ -108,6 +109,7 @@ describe('on a Redis Cluster', () => {
     const released = parsed<ReleaseReport>(await runBin(['release', 'job:7', '--force', '--yes', '--json', '--url', url, '--prefix', 'cl2']));
     assert.equal(released.released, true);
     assert.equal(released.before.waiting, 1);
+    assert.ok(await eventually(() => stuck.signal.aborted, 1_000), 'its holder told at once (sharded pub/sub), not at its next renewal (10 s away)');
     const next = await waiting;
     assert.ok(next.fence > stuck.fence);
     await next.release();
@@ -188,6 +190,7 @@ describe('on a Sentinel set', () => {
     const padlock = new Padlock({ redis: set.client(), prefix: 'se1' });
     padlocks.push(padlock);
     const lease = await padlock.mutex('invoice:9').acquire();
+    await redisInternals(padlock).listeningForForce;
     const report = parsed<ListReport>(await runBin(['list', '--json', '--url', url, '--prefix', 'se1']));
     assert.equal(report.redis?.topology, 'sentinel');
     assert.deepEqual(report.locks.map((l) => [l.name, l.fence]), [['invoice:9', lease.fence]]);
@@ -196,6 +199,7 @@ describe('on a Sentinel set', () => {
     const text = await runBin(['list', '--url', url, '--prefix', 'se1']);
     assert.match(text.stdout, /^invoice:9 +mutex /m);
     assert.equal(parsed<ReleaseReport>(await runBin(['release', 'invoice:9', '--force', '--yes', '--json', '--url', url, '--prefix', 'se1'])).released, true);
+    assert.ok(await eventually(() => lease.signal.aborted, 1_000), 'its holder told at once, not at its next renewal (10 s away)');
     assert.equal(await padlock.mutex('invoice:9').isLocked(), false);
   });
 

@@ -184,20 +184,23 @@ describe('padlock inspect', () => {
 });
 
 describe('padlock release --force', () => {
-  it('frees a held lock, hands it to the waiter, and tells its holder at its next renewal', async () => {
-    const holderSide = padlockOn(server, { prefix: 'rel1', leaseMs: 1_500 });
+  it('frees a held lock, hands it to the waiter, and tells its holder at once (within a second)', async () => {
+    const holderSide = padlockOn(server, { prefix: 'rel1', leaseMs: 30_000 });
     const waiterSide = padlockOn(server, { prefix: 'rel1', leaseMs: 30_000 });
     const stuck: Lease = await holderSide.mutex('stuck').acquire();
     const waiting = waiterSide.fairMutex('stuck').acquire({ waitMs: 30_000 });
     const admin = connect(server);
     assert.ok(await eventually(async () => (await admin.llen(lockKeys('rel1', 'stuck').queue)) === 1));
 
+    // Renewed every 10 s: told by the force-release, not at a renewal.
+    await redisInternals(holderSide).listeningForForce;
     const result = await run('rel1', 'release', 'stuck', '--force', '--yes');
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, new RegExp(`^released 'stuck' \\(was held by ${stuck.owner} \\(1 hold\\), fence ${stuck.fence}, .* left\\); the queue's first live waiter got its turn \\(1 waiting\\)\n$`));
     const next = await waiting;
     assert.ok(next.fence > stuck.fence, 'the waiter holds it now, with a greater fence');
-    assert.ok(await eventually(() => stuck.signal.aborted, 3_000), 'the old holder is told at its next renewal');
+    assert.ok(await eventually(() => stuck.signal.aborted, 1_000), 'the old holder is told at once');
+    assert.equal(stuck.isHeld, false);
 
     const report = await json<ReleaseReport>('rel1', 'release', 'stuck', '--force', '--yes');
     assert.equal(report.released, true);

@@ -112,16 +112,19 @@ for (const library of CLIENTS) {
       const holder = new Padlock({ redis: connect(server) });
       const name = `own-subscriber:${library}`;
       const held = await holder.mutex(name).acquire();
-      const waiting = padlock.mutex(name).acquire({ waitMs: 5_000 });
       const pubsubClients = async (): Promise<number> => String(await command(server, 'CLIENT', 'LIST', 'TYPE', 'pubsub')).split('\n').filter((line) => line.trim() !== '').length;
-      assert.ok(await waitFor(async () => (await pubsubClients()) === 1), 'one pub/sub connection, opened by padlock');
+      // The holder listens for force-releases on a pub/sub connection of its own.
+      assert.ok(await waitFor(async () => (await pubsubClients()) === 1), "the holder's pub/sub connection");
+      const waiting = padlock.mutex(name).acquire({ waitMs: 5_000 });
+      assert.ok(await waitFor(async () => (await pubsubClients()) === 2), 'one pub/sub connection more, opened by padlock');
       await held.release();
       await (await waiting).release();
       // The user's client is not in subscriber mode: it still runs commands.
       assert.equal(await opsOf(redis).exists('nothing-here'), 0);
       await padlock.close();
-      assert.ok(await waitFor(async () => (await pubsubClients()) === 0), 'close() dropped it');
+      assert.ok(await waitFor(async () => (await pubsubClients()) === 1), 'close() dropped it');
       await holder.close();
+      assert.ok(await waitFor(async () => (await pubsubClients()) === 0), "and the holder's close() its own");
     });
   });
 }

@@ -13,6 +13,7 @@ import type { Page } from 'playwright-core';
 import { Padlock } from '../src/index.js';
 import { createDashboard, type Dashboard, type DashboardOptions } from '../src/dashboard/index.js';
 import { lockKeys } from '../src/keys.js';
+import { redisInternals } from '../src/testing.js';
 import { eventually, useMasters } from './harness/redis.js';
 import { cleanEnv, runBin } from './harness/cli.js';
 import { startCluster, startSentinelSet, type RedisCluster, type SentinelSet } from './harness/topologies.js';
@@ -95,10 +96,12 @@ describe('the dashboard on Sentinel, Cluster and Redlock', { skip: noChromium },
     });
 
     it('lists the locks of every master, and force-releases one through the page (its holder told)', async () => {
-      const holder = new Padlock({ redis: cluster.client(), prefix: 'dcl', leaseMs: 1_500 });
+      // Renewed every 10 s: told at once by the force-release (sharded pub/sub), not at a renewal.
+      const holder = new Padlock({ redis: cluster.client(), prefix: 'dcl' });
       padlocks.push(holder);
       const names = Array.from({ length: 9 }, (_, i) => `order:${i}`);
       const leases = await Promise.all(names.map((n) => holder.mutex(n).acquire()));
+      await redisInternals(holder).listeningForForce;
       const masters = new Set(await Promise.all(names.map(async (n) => (await cluster.nodeForKey(lockKeys('dcl', n).lock)).port)));
       assert.ok(masters.size >= 2, `the locks live on ${masters.size} masters`);
       const url = await serve({ redis: cluster.client(), prefix: 'dcl', allowRelease: true });
@@ -107,7 +110,7 @@ describe('the dashboard on Sentinel, Cluster and Redlock', { skip: noChromium },
       for (const [i, name] of names.entries()) assert.equal(await row(page, name).locator('td.fence').textContent(), String(leases[i]?.fence));
       await forceRelease(page, 'order:4');
       await row(page, 'order:4').waitFor({ state: 'detached' });
-      assert.ok(await eventually(() => leases[4]?.signal.aborted === true, 10_000), "the holder's lease.signal aborted");
+      assert.ok(await eventually(() => leases[4]?.signal.aborted === true, 1_000), "the holder's lease.signal aborted at once");
       assert.equal(await page.locator('#locks tbody tr').count(), names.length - 1);
       await page.close();
       await Promise.all(leases.filter((_, i) => i !== 4).map((l) => l.release()));
@@ -118,11 +121,13 @@ describe('the dashboard on Sentinel, Cluster and Redlock', { skip: noChromium },
     const set = useMasters(3);
 
     it('shows a lock as its majority of masters has it, and force-releases it on every master', async () => {
-      const holder = new Padlock({ redis: set.admins, prefix: 'drl', leaseMs: 1_500 });
+      // Renewed every 10 s: told at once by the force-release (a notice on every master), not at a renewal.
+      const holder = new Padlock({ redis: set.admins, prefix: 'drl' });
       padlocks.push(holder);
       const app = new Padlock({ redis: set.admins, prefix: 'drl' });
       padlocks.push(app);
       const lease = await holder.mutex('ledger').acquire();
+      await redisInternals(holder).listeningForForce;
       const url = await serve({ redis: set.admins, padlock: app, allowRelease: true });
       const page = await browser.page();
       await page.goto(url);
@@ -133,7 +138,7 @@ describe('the dashboard on Sentinel, Cluster and Redlock', { skip: noChromium },
       assert.match((await page.locator('#store').textContent()) ?? '', /Redlock over 3 masters/);
       await forceRelease(page, 'ledger');
       await lock.waitFor({ state: 'detached' });
-      assert.ok(await eventually(() => lease.signal.aborted, 10_000), "the holder's lease.signal aborted");
+      assert.ok(await eventually(() => lease.signal.aborted, 1_000), "the holder's lease.signal aborted at once");
       for (const admin of set.admins) assert.equal(await app.mutex('ledger').isLocked(), false, `free on ${admin.options.port}`);
       await page.close();
     });

@@ -4,10 +4,13 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Lease, LockNotHeldError, LockTimeoutError, Padlock, PadlockClosedError } from '../src/index.js';
+import { Lease, LockLostError, LockNotHeldError, LockTimeoutError, Padlock, PadlockClosedError } from '../src/index.js';
 import { MutexProtocol } from '../src/stores/redis/kinds/mutex-protocol.js';
 import type { GaveUp, ScriptCall } from '../src/stores/redis/topology/topology.js';
-import { lockKeys } from '../src/keys.js';
+import { forcedChannel, lockKeys } from '../src/keys.js';
+import { tellHoldersScript } from '../src/stores/redis/scripts/index.js';
+import { publishCommand } from '../src/stores/redis/kinds/mutex-protocol.js';
+import { anyQuorum } from '../src/stores/redis/topology/quorum.js';
 import { activeResources, delay, eventually, runCall, settledResources } from './harness/redis.js';
 import { probeWakes } from './harness/probes.js';
 import { TOPOLOGIES, clientsOf, eachKind, useTopology } from './harness/suite.js';
@@ -322,5 +325,30 @@ for (const factory of TOPOLOGIES) {
         });
       });
     });
+
+    it('a force-release tells the holder within a second (not at its next renewal); a forged notice leaves a live hold', async () => {
+      const holder = await topology.padlock();
+      const operator = await topology.padlock();
+      const lease = await holder.mutex('told:forced').acquire();
+      const live = await holder.mutex('told:live').acquire();
+      await redisInternals(holder).listeningForForce;
+      // A notice naming a lock that is still held (no force-release happened): checked, and kept.
+      const { topology: route } = redisInternals(operator);
+      await route.run({ script: tellHoldersScript, keys: [forcedChannel('padlock')], args: ['told:live', publishCommand(route.shardedPubSub)], lock: 'told:live', quorum: anyQuorum });
+      const freedAt = Date.now();
+      assert.equal(await operator.mutex('told:forced').forceRelease(), true);
+      assert.ok(await eventually(() => lease.signal.aborted, 1_000), 'told within a second (its next renewal is 10 s away)');
+      assertToldLost(lease, Date.now() - freedAt);
+      assert.ok(live.isHeld && !live.signal.aborted, 'the forged notice changed nothing');
+      assert.equal(await operator.mutex('told:live').tryAcquire(), null);
+      await live.release();
+    });
   });
+}
+
+/** The holder was told: its signal aborted with `LockLostError` (`taken`), and its lease is no longer held. */
+function assertToldLost(lease: Lease, ms: number): void {
+  assert.ok(lease.signal.reason instanceof LockLostError, String(lease.signal.reason));
+  assert.equal(lease.signal.reason.reason, 'taken');
+  assert.equal(lease.isHeld, false, `told in ${ms} ms`);
 }

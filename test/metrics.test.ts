@@ -18,7 +18,8 @@ import type { RedisServer } from '../src/devserver/redis-server.js';
 import type { Padlock } from '../src/index.js';
 import { Metrics } from '../src/observability/metrics.js';
 import type { PadlockOptions } from '../src/options.js';
-import { delay, eventually, padlockOn, startServer } from './harness/redis.js';
+import { connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
+import { lockKeys } from '../src/keys.js';
 import { internals } from '../src/testing.js';
 
 let server: RedisServer;
@@ -156,8 +157,11 @@ describe('metrics through the OpenTelemetry SDK', () => {
     const { sdk, padlock } = withSdk({ leaseMs: 150 });
     const lease = await padlock.mutex('m:renewed').acquire();
     assert.ok(await eventually(async () => (await sdk.total('padlock.lock.renewals', { ...MUTEX, 'padlock.outcome': 'renewed' })) >= 2, 3_000), 'renewed twice');
-    // Someone frees it by force: the next renewal is refused and the lock is lost, taken.
-    assert.equal(await padlockOn(server).mutex('m:renewed').forceRelease(), true);
+    // Its key is deleted behind padlock's back (no notice, as a force-release gives): the next
+    // renewal is refused and the lock is lost, taken.
+    const raw = connect(server);
+    assert.equal(await raw.del(lockKeys('padlock', 'm:renewed').lock), 1);
+    raw.disconnect();
     assert.ok(await eventually(() => lease.signal.aborted, 3_000), 'the hold is lost');
     assert.equal(await sdk.total('padlock.lock.renewals', { ...MUTEX, 'padlock.outcome': 'refused' }), 1);
     assert.equal(await sdk.total('padlock.lock.lost', { ...MUTEX, 'padlock.lost.reason': 'taken' }), 1);

@@ -352,7 +352,8 @@ describe('readWrite: resends and input', () => {
     assert.equal(await write.forceRelease(), false, 'no writer held');
     assert.equal(await read.forceRelease(), true);
     const w = await writing;
-    assert.ok(await eventually(() => lost.length === 1, 5_000), 'the reader learns at its next renewal');
+    assert.ok(await eventually(() => lost.length === 1, 5_000), 'the reader is told (the force-release names the lock; the admitted writer, checked too, keeps its hold)');
+    assert.equal(w.isHeld, true);
     await w.release();
   });
 });

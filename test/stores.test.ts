@@ -12,6 +12,7 @@ import { etcdSingle } from './harness/etcd-store-target.js';
 import { redisSingle } from './harness/redis-store-target.js';
 import { zookeeperStandalone } from './harness/zookeeper-store-target.js';
 import type { StartedStore, StoreFreeOptions, StoreTarget } from './harness/store-target.js';
+import { internals, redisInternals } from '../src/testing.js';
 
 const STORES: readonly StoreTarget[] = [redisSingle, zookeeperStandalone, etcdSingle];
 
@@ -146,6 +147,38 @@ for (const target of STORES) {
       const taken = await b.mutex('renewed').acquire({ waitMs: 5_000 });
       assert.ok(taken.fence > lease.fence);
       await taken.release();
+    });
+
+    it('forceRelease tells each holder within a second, whatever its lease (every kind); a notice naming a live hold changes nothing', async () => {
+      const prefix = freshPrefix();
+      const [holder, operator] = await Promise.all([padlock(prefix), padlock(prefix)]);
+      const leases = [
+        await holder.mutex('told:m').acquire(),
+        await holder.readWrite('told:rw').write.acquire(),
+        await holder.semaphore('told:s', 2).acquire(),
+      ];
+      const fixed = await holder.mutex('told:fixed').acquire({ leaseMs: 5_000 });
+      const live = await holder.mutex('told:live').acquire();
+      if (target === redisSingle) await redisInternals(holder).listeningForForce;
+      // The hint every store's notice gives (a Redis message, a watch, a told key): checked, and kept
+      // while the store has the hold (a fixed lease's end unmoved).
+      internals(holder).runtime.suspect('told:live');
+      internals(holder).runtime.suspect('told:fixed');
+      const freedAt = Date.now();
+      assert.equal(await operator.mutex('told:m').forceRelease(), true);
+      assert.equal(await operator.readWrite('told:rw').write.forceRelease(), true);
+      assert.equal(await operator.semaphore('told:s', 2).forceRelease(), true);
+      await eventually(() => leases.every((l) => l.signal.aborted), 'every holder told', 1_000);
+      for (const lease of leases) {
+        assert.ok(lease.signal.reason instanceof LockLostError && lease.signal.reason.reason === 'taken', String(lease.signal.reason));
+        assert.equal(lease.isHeld, false);
+      }
+      assert.ok(Date.now() - freedAt < 1_500, `told in ${Date.now() - freedAt} ms, not at the next renewal (10 s away)`);
+      assert.ok(live.isHeld && fixed.isHeld && !live.signal.aborted && !fixed.signal.aborted, 'the notices about live holds changed nothing');
+      assert.ok(fixed.expiresAt - Date.now() < 5_000, 'a fixed lease was not lengthened');
+      await delay(300);
+      assert.equal(await operator.mutex('told:fixed').isLocked(), true, 'nor cut short');
+      await Promise.all([live.release(), fixed.release()]);
     });
 
     it('fairMutex: waiters are served in arrival order', async () => {

@@ -49,8 +49,10 @@ export function declareRelease(program: CommanderCommand, context: CommandContex
       .description(
         'Frees a lock whoever holds it, as lock.forceRelease() does: the first live waiter is handed ' +
           'the lock (fairMutex) or woken (mutex); a read/write lock (both sides) or a semaphore (every ' +
-          'permit) admits the queued waiters it then allows. The holder is not told: it finds out at its next ' +
-          'renewal (its lease.signal aborts), so only free a lock whose holder is gone or stuck. ' +
+          'permit) admits the queued waiters it then allows. The holder is told at once, within a second (its ' +
+          'lease.signal aborts with LockLostError, reason "taken"; a holder the notice missed learns at its ' +
+          'next renewal), but code already past its last check may still write: fence your writes, and only ' +
+          'free a lock whose holder is gone or stuck. ' +
           'Asks for confirmation when run in a terminal; elsewhere --yes is needed.',
       )
       .argument('<name>', "the lock's name")

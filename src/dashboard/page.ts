@@ -52,7 +52,7 @@ export function pageHtml(nonce: string): string {
 <dialog id="release-dialog" aria-labelledby="release-title" aria-describedby="release-desc">
   <form id="release-form" method="dialog">
     <h2 id="release-title">Force release</h2>
-    <p id="release-desc">Frees <strong id="release-name"></strong> whoever holds it and gives its turn to the queue. Its holder learns at its next renewal (its <code>lease.signal</code> aborts). Type the lock's name to confirm.</p>
+    <p id="release-desc">Frees <strong id="release-name"></strong> whoever holds it and gives its turn to the queue. Its holder is told at once, within a second (its <code>lease.signal</code> aborts with <code>LockLostError</code>), but code past its last check may still write: free only a holder that is gone or stuck. Type the lock's name to confirm.</p>
     <label for="release-confirm">Lock name</label>
     <input id="release-confirm" autocomplete="off" spellcheck="false" required>
     <label for="release-why">Reason, for the audit log</label>

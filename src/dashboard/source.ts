@@ -35,7 +35,7 @@ export interface DashboardSource {
   readonly description: string;
   /** Reads the locks in use, their holders' liveness, the distributions and the newest audit entries. */
   read(): Promise<SourceReading>;
-  /** Frees `name` (of family `kind`) whoever holds it, telling its holder at its next renewal. */
+  /** Frees `name` (of family `kind`) whoever holds it; its holder is told at once (its kind's `forceRelease()`). */
   forceRelease(name: string, kind: LockKind): Promise<ForceReleaseOutcome>;
   /** Records a force-release in the store's bounded audit log. */
   audit(entry: AuditEntry): Promise<void>;

@@ -56,8 +56,9 @@ export interface Lockable {
   /** Whether anyone holds the lock now. Rejects with `PadlockClosedError` after `close()`. */
   isLocked(): Promise<boolean>;
   /**
-   * Deletes the lock whoever holds it (operators only); true when it was held. Holders learn at their
-   * next renewal. Rejects with `PadlockClosedError` after `close()`.
+   * Deletes the lock whoever holds it (operators only); true when it was held. Its holders are told
+   * at once (within a second: their `lease.signal` aborts with `LockLostError`, reason `'taken'`),
+   * not at their next renewal. Rejects with `PadlockClosedError` after `close()`.
    */
   forceRelease(): Promise<boolean>;
 }
@@ -88,6 +89,20 @@ export abstract class Lock implements Lockable, HoldLock {
    * lease in ms, ≤ 0 where the store no longer has it. Rejects when the store does not answer.
    */
   abstract renew(holds: readonly Hold[], ms?: number): Promise<number[]>;
+
+  /**
+   * Looks at `holds` without lengthening any lease (a hint said they may be gone): each one's
+   * remaining lease, ≤ 0 where the store no longer has it. By default a renewal to what this client
+   * counts left of them (its deadline is conservative: the store's lease ends later), which never
+   * shortens a lease nor lengthens one, and gives a Redlock round its usual per-master time (a
+   * renewal to 1 ms would get the shortest); a store whose renewal with `ms` moves a hold's own
+   * expiry overrides it.
+   */
+  check(holds: readonly Hold[]): Promise<number[]> {
+    const now = monotonicNow();
+    const left = Math.min(...holds.map((hold) => hold.deadline - now));
+    return this.renew(holds, Math.max(1, Math.floor(left)));
+  }
 
   /** Releases `count` holds in the store; resolves with the holds the owner has left. Rejects `LockNotHeldError`. */
   abstract releaseInStore(hold: Hold, count: number): Promise<number>;

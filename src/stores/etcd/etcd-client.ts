@@ -166,6 +166,23 @@ export class EtcdOps {
     if (old !== undefined && old !== '0' && old !== id) await this.revokeLease(old);
   }
 
+  /** Puts `value` at `key` attached to the existing lease `lease` (decimal id); rejects when that lease is gone. */
+  async putOnLease(key: string, value: string, lease: string): Promise<void> {
+    await this.client.kv.put({ key: utf8(key), value: utf8(value), lease });
+  }
+
+  /** Watches `key` from now on: `onPut` is given each value put there. Resolves once etcd confirmed the watch. */
+  watchPuts(key: string, onPut: (value: string) => void): Promise<Watcher> {
+    return this.client
+      .watch()
+      .key(key)
+      .create()
+      .then((watcher) => {
+        watcher.on('put', (kv) => onPut(kv.value.toString('utf8'))).on('error', () => undefined);
+        return watcher;
+      });
+  }
+
   /**
    * Watches `key` from `fromRevision` (so a change made since a read at `fromRevision − 1` is
    * delivered at once, never missed); `onChange` is called on each put or delete. Resolves once etcd

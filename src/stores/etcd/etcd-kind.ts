@@ -63,6 +63,11 @@ export abstract class EtcdKind extends Lock {
     return this.etcd.renew(holds, ms);
   }
 
+  /** A read: etcd's renewal without `ms` lengthens nothing (a renewal with `ms` would move a fixed lease's end). */
+  override check(holds: readonly Hold[]): Promise<number[]> {
+    return this.etcd.renew(holds);
+  }
+
   async releaseInStore(hold: Hold, count: number): Promise<number> {
     const key = this.recipe.keyOf(hold.owner);
     const left = await this.etcd.call(this.name, this.recipe.release(hold.owner, count)).catch((error: unknown) => {
@@ -139,7 +144,7 @@ export abstract class EtcdKind extends Lock {
 
   async forceRelease(): Promise<boolean> {
     this.shared.runtime.assertOpen(this.name);
-    return this.etcd.call(this.name, this.recipe.forceRelease());
+    return this.etcd.call(this.name, this.recipe.forceRelease((leases) => this.etcd.tellHolders(this.name, leases)));
   }
 
   /** Who holds and waits now (with the limit in force). */

@@ -324,10 +324,17 @@ export class EtcdLock {
   }
 
   /** Deletes every holder's key, whoever holds (operators); true when someone held. */
-  async forceRelease(): Promise<boolean> {
+  /**
+   * Deletes every holder's key, whoever holds (operators); true when someone held. `tell` is then
+   * given the leases (decimal ids) of the holders whose keys were deleted, to tell them at once.
+   */
+  async forceRelease(tell?: (leases: readonly string[]) => Promise<void>): Promise<boolean> {
     const { holders } = await this.inspect();
     if (holders.length === 0) return false;
-    return (await this.ops.remove(...holders.map((p) => this.prefix + p.name))) > 0;
+    const keys = holders.map((p) => this.prefix + p.name);
+    const freed = (await this.ops.remove(...keys)) > 0;
+    if (freed && tell !== undefined) await tell(keys.flatMap((key) => leaseIdOfKey(key) ?? []));
+    return freed;
   }
 
   /** Who holds and who waits now. */

@@ -5,7 +5,7 @@
  * on the first take, replaced once lost, revoked at close), the bound and typing of every call, and
  * the local expiry of holds taken with `autoExtend: false` (docs/etcd.md).
  */
-import type { Etcd3 } from 'etcd3';
+import type { Etcd3, Watcher } from 'etcd3';
 import { bound, monotonicNow, settleWithin } from '../../clock.js';
 import { EtcdUnavailableError } from '../../errors.js';
 import { unavailable } from './etcd-errors.js';
@@ -55,6 +55,8 @@ export class EtcdStore implements Store {
   #shared: Shared | undefined;
   #closed = false;
   readonly #expiries = new Map<string, Expiry>();
+  /** The watch on the lease's told key (a force-release names there the lock it freed), while the lease lives. */
+  #told: Promise<Watcher | undefined> | undefined;
 
   constructor(options: EtcdStoreOptions, host: StoreHost) {
     this.ops = new EtcdOps(options.client);
@@ -144,6 +146,7 @@ export class EtcdStore implements Store {
   /** Revokes the lease: every key this Padlock left (holds, waits) is deleted at once. */
   async retire(ms: number): Promise<void> {
     this.#closed = true;
+    this.#stopListening();
     for (const { timer } of this.#expiries.values()) clearTimeout(timer);
     this.#expiries.clear();
     const clock = this.#clock ?? (await this.#granting?.catch(() => undefined));
@@ -166,6 +169,7 @@ export class EtcdStore implements Store {
     if (this.#closed) return Promise.reject(new EtcdUnavailableError(undefined, undefined, 'the Padlock is closing'));
     if (clock !== undefined) {
       this.#clock = undefined;
+      this.#stopListening();
       this.#host.track(settleWithin(clock.close(), this.replyTimeoutMs));
     }
     this.#granting ??= this.call(undefined, LeaseClock.grant(this.ops, this.#leaseMs))
@@ -176,10 +180,48 @@ export class EtcdStore implements Store {
         }
         this.#clock = granted;
         granted.onLost((loss) => this.#lost(granted, loss));
-        return granted;
+        // Listening before the lease's first hold, so that a force-release of it is heard: one watch
+        // per lease, confirmed in about a round trip, nothing per acquisition.
+        return settleWithin(this.#listen(granted), this.replyTimeoutMs).then(() => granted);
       })
       .finally(() => (this.#granting = undefined));
     return this.#granting;
+  }
+
+  /**
+   * The told key of lease `lease` (decimal id): `<prefix>/told/<lease hex>`, where a force-release
+   * names the lock it freed of that lease's holds (a key attached to that lease, gone with it).
+   */
+  toldKey(lease: string): string {
+    return `${this.prefix}/told/${BigInt(lease).toString(16)}`;
+  }
+
+  /** After a force-release of lock `name`: tells the holders' Padlocks, by their leases, at once (best effort: a holder not told learns at its next renewal). */
+  async tellHolders(name: string, leases: readonly string[]): Promise<void> {
+    await Promise.allSettled([...new Set(leases)].map((lease) => this.ops.putOnLease(this.toldKey(lease), name, lease)));
+  }
+
+  /** Watches `clock`'s told key: each lock named there has its holds here checked at once. Never rejects. */
+  #listen(clock: LeaseClock): Promise<Watcher | undefined> {
+    const told = this.ops.watchPuts(this.toldKey(clock.id), (name) => this.#host.suspect(name)).then(
+      (watcher) => {
+        if (this.#told !== told) void watcher.cancel().catch(() => undefined); // the lease was replaced meanwhile
+        return watcher;
+      },
+      (error: unknown) => {
+        this.#host.report(unavailable(undefined, error));
+        return undefined;
+      },
+    );
+    this.#told = told;
+    return told;
+  }
+
+  /** Cancels the told key's watch (the lease is replaced, or the Padlock closes). */
+  #stopListening(): void {
+    const told = this.#told;
+    this.#told = undefined;
+    void told?.then((watcher) => watcher?.cancel()).catch(() => undefined);
   }
 
   /** An operator's read of every lock under this Padlock's prefix (`padlock list --etcd`). */

@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { RedisUnavailableError } from '../../errors.js';
 import type { Hold } from '../../hold.js';
+import { forcedChannel } from '../../keys.js';
 import { Liveness } from './liveness.js';
 import { FairMutex } from './kinds/fair-mutex.js';
 import type { Lock } from '../../locks/lock.js';
@@ -65,9 +66,15 @@ export class RedisStore implements Store, RedisContext {
   readonly liveness: Liveness;
   readonly reaper: Reaper | undefined;
   readonly contact = new Contact();
+  readonly #prefix: string;
+  readonly #host: StoreHost;
+  /** Listening on the force-release channel (from the first hold on, for the Padlock's life). */
+  #listening: Promise<void> | undefined;
 
   constructor(options: RedisStoreOptions, host: StoreHost) {
     const { redis } = options;
+    this.#prefix = options.prefix;
+    this.#host = host;
     this.topology = isMasters(redis)
       ? new Redlock(redis, options.replyTimeoutMs, { leaseMs: options.leaseMs, prefix: options.prefix, track: (work) => host.track(work) })
       : new SingleServer(redis, options.replyTimeoutMs, options.replicas);
@@ -124,6 +131,23 @@ export class RedisStore implements Store, RedisContext {
 
   holding(): void {
     this.liveness.held();
+    this.#listening ??= this.#listenForForce();
+  }
+
+  /**
+   * Once, at the first hold: listens for the Padlock's life on the force-release channel, where an
+   * operator's force-release names the lock it freed; this Padlock's holds of that name are then
+   * checked at once (tell-holders.lua). One SUBSCRIBE per Padlock, nothing per acquisition.
+   */
+  #listenForForce(): Promise<void> {
+    const listening = this.subscriber.listen(forcedChannel(this.#prefix), (name) => this.#host.suspect(name));
+    listening.catch((error: unknown) => this.#host.report(error));
+    return listening;
+  }
+
+  /** Resolves once this Padlock listens on the force-release channel (tests; `undefined` before its first hold). */
+  get listeningForForce(): Promise<void> | undefined {
+    return this.#listening;
   }
 
   retire(ms: number): Promise<void> {

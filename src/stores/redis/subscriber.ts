@@ -7,6 +7,9 @@
  * sleeper waiting under that owner, or to a mailbox it reads before sleeping, so that a message
  * arriving while its waiter's attempt is in flight is never lost. After a reconnect every sleeper
  * is woken (messages sent meanwhile are gone), and asks Redis again.
+ *
+ * Beside them, a channel may be listened to for the Padlock's life ({@link Subscriber.listen}: the
+ * force-release channel), outside the counts and the linger.
  */
 import type { Abortable } from '../../interrupt.js';
 import type { SubscriberConnection } from './adapters/connection.js';
@@ -48,6 +51,8 @@ export class Subscriber {
   /** After close(), what the dropped connection still reports (its queued commands failing) is noise. */
   #closed = false;
   readonly #channels = new Map<string, Channel>();
+  /** Channels listened to for the Padlock's life, and what each message is given to. */
+  readonly #lifelong = new Map<string, (message: string) => void>();
 
   constructor(
     private readonly open: () => SubscriberConnection,
@@ -133,6 +138,22 @@ export class Subscriber {
   }
 
   /**
+   * Listens on `name` until close(), outside the reference counts: every message is given to
+   * `onMessage`. Resolves once subscribed; rejects (typed) when the subscription is refused.
+   */
+  listen(name: string, onMessage: (message: string) => void): Promise<void> {
+    const connection = this.#connect();
+    this.#lifelong.set(name, onMessage);
+    return connection.subscribe(name).then(
+      () => undefined,
+      (error: unknown) => {
+        this.#lifelong.delete(name);
+        throw wrap(error, undefined, (e) => connection.isReplyError(e));
+      },
+    );
+  }
+
+  /**
    * Reports a connection's trouble, typed as a call's would be (`RedisUnavailableError` with the
    * client's error as its cause, or `RedisCommandError`), so that the Padlock's error reports count
    * a failing connection as the outage it is (stores/redis/adapters/error-reports.ts).
@@ -142,6 +163,11 @@ export class Subscriber {
   }
 
   #deliver(name: string, message: string): void {
+    const lifelong = this.#lifelong.get(name);
+    if (lifelong !== undefined) {
+      lifelong(message);
+      return;
+    }
     const channel = this.#channels.get(name);
     const space = message.indexOf(' ');
     if (channel === undefined || space < 0) return;
@@ -161,6 +187,7 @@ export class Subscriber {
       wakeAll(channel);
     }
     this.#channels.clear();
+    this.#lifelong.clear();
     if (connection !== undefined) await connection.close();
   }
 }

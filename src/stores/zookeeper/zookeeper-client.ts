@@ -131,10 +131,13 @@ export class ZooKeeperOps {
     });
   }
 
-  /** The node's data and stat, or `undefined` when it does not exist. */
-  data(path: string): Promise<{ data: Buffer; stat: Stat } | undefined> {
+  /** The node's data and stat, or `undefined` when it does not exist; `watch` (where it exists) is called once on its next change or deletion. */
+  data(path: string, watch?: () => void): Promise<{ data: Buffer; stat: Stat } | undefined> {
     return this.#reply((resolve, reject) => {
-      this.client.getData(path, (error, data, stat) => (error ? (zkCode(error) === ZK.noNode ? resolve(undefined) : reject(error)) : resolve({ data: data ?? Buffer.alloc(0), stat })));
+      const done = (error: unknown, data: Buffer | null | undefined, stat: Stat): void => (error ? (zkCode(error) === ZK.noNode ? resolve(undefined) : reject(error)) : resolve({ data: data ?? Buffer.alloc(0), stat }));
+      // A watch is set only where the node exists (a read of a missing node leaves none behind).
+      if (watch === undefined) this.client.getData(path, done);
+      else this.client.getData(path, () => watch(), done);
     });
   }
 

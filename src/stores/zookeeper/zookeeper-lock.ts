@@ -16,6 +16,12 @@
  *
  * Hold count: the child's data (`<count>`), changed by compare-and-set on its version, so a
  * re-entry by owner token from another process counts once.
+ *
+ * Told at once: the read that gives a participant its own child's stat (the first participant's
+ * read behind its create, a waiter's look at the queue, a re-entry's read) is a `getData` that leaves
+ * a watch on that child, so an operator's force-release (a delete by another client) is heard at
+ * once, at no request more per acquisition. The watch fires on this client's own writes too: a
+ * delete of its own is ignored, a count written is read again (which sets the next watch).
  */
 import { randomBytes } from 'node:crypto';
 import { LockNotHeldError, PermitLimitError } from '../../errors.js';
@@ -80,6 +86,8 @@ export class ZooKeeperLock {
   readonly #known = new Map<string, Known>();
   /** The children this client made here and has not removed yet: `close()` removes what is left. */
   readonly #mine = new Set<string>();
+  /** The children of this client's that carry a watch now (one each: told at once when deleted by another). */
+  readonly #watched = new Set<string>();
 
   constructor(
     private readonly ops: ZooKeeperOps,
@@ -91,6 +99,8 @@ export class ZooKeeperLock {
     readonly limit: number,
     /** Lets a clean-up run on after its caller moved on (close() waits for it). */
     private readonly track: (work: Promise<unknown>) => void = () => undefined,
+    /** Told when a child of this client's was deleted by another (a force-release): its holds are checked at once. */
+    private readonly gone: (name: string) => void = () => undefined,
   ) {}
 
   /** The children this client made here and still has. */
@@ -116,7 +126,7 @@ export class ZooKeeperLock {
         let woken: (() => void) | undefined;
         const wake = new Promise<void>((resolve) => (woken = resolve));
         const permit = request.role === 'permit';
-        const read = await scope.race(Promise.all([this.ops.children(this.path), this.ops.exists(mine), permit ? this.ops.data(this.path) : undefined])).catch(retryOnLoss);
+        const read = await scope.race(Promise.all([this.ops.children(this.path), this.#statWatched(mine), permit ? this.ops.data(this.path) : undefined])).catch(retryOnLoss);
         // The connection was lost (a server died): the session and its child live on; look again once reconnected.
         if (read === undefined) {
           await backOff(scope);
@@ -200,7 +210,7 @@ export class ZooKeeperLock {
     });
     this.#mine.add(path);
     try {
-      const [held, stat] = await race(Promise.all([this.ops.exists(writerChild), this.ops.exists(path)]));
+      const [held, stat] = await race(Promise.all([this.ops.exists(writerChild), this.#statWatched(path)]));
       if (held === undefined || stat === undefined) {
         this.track(this.#leave(path));
         return null;
@@ -217,7 +227,7 @@ export class ZooKeeperLock {
     for (;;) {
       const child = await this.#childOf(owner, roles);
       if (child === undefined) return null;
-      const read = await this.ops.data(child);
+      const read = await this.#readWatched(child);
       if (read === undefined) return null;
       const count = countIn(read.data) + 1;
       const written = await this.#writeCount(child, count, read.stat.version);
@@ -337,7 +347,7 @@ export class ZooKeeperLock {
         if (!this.#znodeSeen) {
           const created = this.ops.createWithParent(this.path, stem, data);
           // Sent right behind the create, on the same socket: answered after it, in one round trip.
-          const first = this.ops.exists(`${this.path}/${stem}-0000000000`).catch(() => undefined);
+          const first = this.#statWatched(`${this.path}/${stem}-0000000000`).catch(() => undefined);
           const path = await created;
           this.#mine.add(path);
           return { path, first };
@@ -353,6 +363,39 @@ export class ZooKeeperLock {
         else if (code === ZK.noNode) await this.ops.ensurePath(this.path.slice(0, this.path.lastIndexOf('/')));
         else throw error;
       }
+    }
+  }
+
+  /** The stat of this client's child `child`, leaving a watch on it ({@link #readWatched}). */
+  async #statWatched(child: string): Promise<Stat | undefined> {
+    return (await this.#readWatched(child))?.stat;
+  }
+
+  /**
+   * Reads this client's child `child`, leaving a watch on it unless one is there already: when it
+   * fires and the child is still this client's, the child is read again (watched anew), and if
+   * another client deleted it (a force-release), the lock's holds here are checked at once.
+   */
+  async #readWatched(child: string): Promise<{ data: Buffer; stat: Stat } | undefined> {
+    const armed = !this.#watched.has(child);
+    if (armed) this.#watched.add(child);
+    const fired = (): void => {
+      this.#watched.delete(child);
+      if (!this.#mine.has(child)) return; // deleted by this client (released, left): nothing to tell
+      this.#readWatched(child).then(
+        (read) => {
+          if (read === undefined && this.#mine.has(child)) this.gone(this.name);
+        },
+        () => undefined, // a lost connection: the next renewal looks
+      );
+    };
+    try {
+      const read = await this.ops.data(child, armed ? fired : undefined);
+      if (read === undefined && armed) this.#watched.delete(child);
+      return read;
+    } catch (error) {
+      if (armed) this.#watched.delete(child);
+      throw error;
     }
   }
 

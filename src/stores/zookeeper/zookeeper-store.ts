@@ -137,7 +137,7 @@ export class ZooKeeperStore implements Store {
     let recipe = this.#recipes.get(key);
     if (recipe === undefined) {
       if (this.#recipes.size >= KEPT_RECIPES) for (const [k, r] of this.#recipes) if (r.children.size === 0) this.#recipes.delete(k);
-      recipe = new ZooKeeperLock(this.ops, path, name, limit, (work) => this.#host.track(work));
+      recipe = new ZooKeeperLock(this.ops, path, name, limit, (work) => this.#host.track(work), (lock) => this.#host.suspect(lock));
       this.#recipes.set(key, recipe);
     }
     return recipe;

@@ -46,7 +46,7 @@ export class Mutex extends QueuedLock {
 
   async forceRelease(): Promise<boolean> {
     this.shared.runtime.assertOpen(this.name);
-    return this.redis.topology.run(this.protocol.forceRelease());
+    return this.tellHolders(await this.redis.topology.run(this.protocol.forceRelease()));
   }
 
   protected async reenterOnce(owner: string, leaseMs: number): Promise<Grant | null> {

@@ -9,18 +9,18 @@
  */
 import { driftMs, monotonicNow } from '../../../clock.js';
 import { MAX_MS, type ResolvedAcquireOptions } from '../../../options.js';
-import { unqueueScript, type AcquireReply } from '../scripts/index.js';
+import { tellHoldersScript, unqueueScript, type AcquireReply } from '../scripts/index.js';
 import type { Watch } from '../subscriber.js';
 import type { Hold } from '../../../hold.js';
-import type { LockKeys } from '../../../keys.js';
+import { forcedChannel, type LockKeys } from '../../../keys.js';
 import type { Shared } from '../../../shared.js';
 import type { RedisContext } from '../redis-store.js';
-import { oneServerOnly } from '../topology/quorum.js';
+import { anyQuorum, oneServerOnly } from '../topology/quorum.js';
 import type { ScriptCall } from '../topology/topology.js';
 import type { WaitScope } from '../../../wait-scope.js';
 import { Lock, type Grant } from '../../../locks/lock.js';
 import { Outage } from './outage.js';
-import type { QueueMode } from './mutex-protocol.js';
+import { publishCommand, type QueueMode } from './mutex-protocol.js';
 
 /** A waiter refreshes its place in the queue at least this often. */
 const HEARTBEAT_MS = 1_000;
@@ -66,6 +66,20 @@ export abstract class QueuedLock extends Lock {
 
   renew(holds: readonly Hold[], ms?: number): Promise<number[]> {
     return this.redis.topology.run(this.renewCall(holds, ms));
+  }
+
+  /**
+   * After a force-release: when it freed a hold (`freed`), names this lock on the force-release
+   * channel, where every holding Padlock listens, so that its holders check at once rather than at
+   * their next renewal (tell-holders.lua). Best effort: a holder not told learns at that renewal.
+   */
+  protected async tellHolders(freed: boolean): Promise<boolean> {
+    if (!freed) return false;
+    const { topology } = this.redis;
+    const channel = forcedChannel(this.shared.prefix);
+    const call: ScriptCall<boolean> = { script: tellHoldersScript, keys: [channel], args: [this.name, publishCommand(topology.shardedPubSub)], lock: this.name, quorum: anyQuorum };
+    await topology.run(call).catch(() => undefined);
+    return true;
   }
 
   /**

@@ -50,7 +50,7 @@ abstract class ReadWriteSideLock extends QueuedLock {
 
   async forceRelease(): Promise<boolean> {
     this.shared.runtime.assertOpen(this.name);
-    return this.redis.topology.run(this.protocol.forceRelease());
+    return this.tellHolders(await this.redis.topology.run(this.protocol.forceRelease()));
   }
 
   /** Admitted from the queue: the script handed the hold over, `"<owner> <fence> <pttl> <expiry>"`. */

@@ -57,7 +57,7 @@ export class SemaphorePermits extends QueuedLock {
 
   async forceRelease(): Promise<boolean> {
     this.shared.runtime.assertOpen(this.name);
-    return this.redis.topology.run(this.semaphore.forceRelease());
+    return this.tellHolders(await this.redis.topology.run(this.semaphore.forceRelease()));
   }
 
   protected override grantFrom(message: string, lastSentAt: number): Grant | null {

@@ -197,6 +197,9 @@ export const reapScript = defineScript('reap.lua', luaSources.reap, (reply): Rea
   return fail('reap.lua', reply);
 });
 
+/** Tell a lock's holders it was freed by force; see tell-holders.lua. */
+export const tellHoldersScript = defineScript('tell-holders.lua', luaSources.tellHolders, (reply): boolean => (reply === 1 ? true : fail('tell-holders.lua', reply)));
+
 /** Keep (or, with 0 ms, drop) a client's liveness key; see liveness.lua. */
 export const livenessScript = defineScript('liveness.lua', luaSources.liveness, (reply): true => (reply === 1 ? true : fail('liveness.lua', reply)));
 

@@ -1,7 +1,8 @@
 --[[
   Read/write lock: take away every hold of one side whoever holds it (operators), then admit the
   queued waiters the lock now allows, as a release does. The fence is kept: the next write's is
-  greater. Holders learn at their next renewal (rw-renew.lua returns 0).
+  greater. Holders are told by the caller (tell-holders.lua), or at their next renewal (rw-renew.lua
+  returns 0).
   KEYS[1] state hash   KEYS[2] leases sorted set   KEYS[3] queue list
   ARGV[1] side: 'read' or 'write'   ARGV[2] waiters' channel prefix   ARGV[3] 'SPUBLISH' or 'PUBLISH'
   Returns 1 when that side was held, else 0.
