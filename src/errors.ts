@@ -13,6 +13,7 @@ export type PadlockErrorCode =
   | 'STORE_UNAVAILABLE'
   | 'REDIS_UNAVAILABLE'
   | 'ZOOKEEPER_UNAVAILABLE'
+  | 'ZOOKEEPER_SESSION_EXPIRED'
   | 'ETCD_UNAVAILABLE'
   | 'REDIS_COMMAND'
   | 'REPLICA_ACK'
@@ -160,7 +161,7 @@ export class StoreUnavailableError extends PadlockError {
   /** `'StoreUnavailableError'`, or the subclass's name: also across copies of padlock (where `instanceof` fails). */
   override readonly name: string = 'StoreUnavailableError';
   /** `'STORE_UNAVAILABLE'`, or the store's own code (`'REDIS_UNAVAILABLE'`, …): stable across versions. */
-  readonly code: 'STORE_UNAVAILABLE' | 'REDIS_UNAVAILABLE' | 'ZOOKEEPER_UNAVAILABLE' | 'ETCD_UNAVAILABLE' = 'STORE_UNAVAILABLE';
+  readonly code: 'STORE_UNAVAILABLE' | 'REDIS_UNAVAILABLE' | 'ZOOKEEPER_UNAVAILABLE' | 'ZOOKEEPER_SESSION_EXPIRED' | 'ETCD_UNAVAILABLE' = 'STORE_UNAVAILABLE';
 
   /**
    * Made by padlock; exported for `instanceof` and for tests of code that handles it.
@@ -186,14 +187,36 @@ export class RedisUnavailableError extends StoreUnavailableError {
 
 /** The ZooKeeper ensemble did not answer in time, or its session could not be kept. */
 export class ZooKeeperUnavailableError extends StoreUnavailableError {
-  /** `'ZooKeeperUnavailableError'`: the class's name, also across copies of padlock (where `instanceof` fails). */
-  override readonly name = 'ZooKeeperUnavailableError';
-  /** `'ZOOKEEPER_UNAVAILABLE'`: stable across versions; test errors by it. */
-  override readonly code = 'ZOOKEEPER_UNAVAILABLE';
+  /** `'ZooKeeperUnavailableError'`, or the subclass's name: also across copies of padlock (where `instanceof` fails). */
+  override readonly name: string = 'ZooKeeperUnavailableError';
+  /** `'ZOOKEEPER_UNAVAILABLE'` (or `'ZOOKEEPER_SESSION_EXPIRED'`, the subclass's): stable across versions; test errors by it. */
+  override readonly code: 'ZOOKEEPER_UNAVAILABLE' | 'ZOOKEEPER_SESSION_EXPIRED' = 'ZOOKEEPER_UNAVAILABLE';
 
   /** Made by padlock; exported for `instanceof` and for tests of code that handles it. */
   constructor(lock: string | undefined, cause: unknown, what?: string) {
     super(lock, cause, what, 'ZooKeeper');
+  }
+}
+
+/**
+ * The Padlock's ZooKeeper session expired and no new one serves yet: not a passing unavailability
+ * (the same call sent again does not help until a new session exists). With `zookeeperFactory`,
+ * padlock is opening a new session (`renewing`), and a later call may be served; without it, this
+ * Padlock serves no more: make a new client and Padlock.
+ */
+export class ZooKeeperSessionExpiredError extends ZooKeeperUnavailableError {
+  /** `'ZooKeeperSessionExpiredError'`: the class's name, also across copies of padlock (where `instanceof` fails). */
+  override readonly name = 'ZooKeeperSessionExpiredError';
+  /** `'ZOOKEEPER_SESSION_EXPIRED'`: stable across versions; test errors by it. */
+  override readonly code = 'ZOOKEEPER_SESSION_EXPIRED';
+  /** Whether padlock is opening a new session (a `zookeeperFactory` was given): a later call may be served. */
+  readonly renewing: boolean;
+
+  /** Made by padlock; exported for `instanceof` and for tests of code that handles it. */
+  constructor(lock: string | undefined, renewing: boolean, cause?: unknown) {
+    const what = renewing ? 'its session expired and the new one is not connected yet' : "its session expired, and without zookeeperFactory padlock cannot open another: make a new client and Padlock";
+    super(lock, cause, what);
+    this.renewing = renewing;
   }
 }
 
