@@ -94,13 +94,16 @@ export class LockLostError extends PadlockError {
   /** What gave the loss away. */
   readonly reason: LockLostReason;
 
-  /** Made by padlock; exported for `instanceof` and for tests of code that handles it. */
-  constructor(lock: string, owner: string, fence: number, reason: LockLostReason, options?: { cause?: unknown }) {
+  /**
+   * Made by padlock; exported for `instanceof` and for tests of code that handles it.
+   * @param options.record what holds a lock in its store, for the message: `'key'` (the default: Redis, etcd), `'znode'` (ZooKeeper)
+   */
+  constructor(lock: string, owner: string, fence: number, reason: LockLostReason, options?: { cause?: unknown; record?: string | undefined }) {
     const why =
       reason === 'taken'
-        ? 'renewal found the key deleted or owned by another'
+        ? `the store no longer has it: its ${options?.record ?? 'key'} deleted or owned by another`
         : 'its lease ran out before a renewal succeeded';
-    super(`lock "${lock}" (fence ${fence}) was lost: ${why}`, lock, options);
+    super(`lock "${lock}" (fence ${fence}) was lost: ${why}`, lock, options?.cause === undefined ? undefined : { cause: options.cause });
     this.owner = owner;
     this.fence = fence;
     this.reason = reason;

@@ -218,6 +218,14 @@ describe('padlock on ZooKeeper (standalone)', { timeout: 60_000 }, () => {
     assert.equal(await sem.limit(), 2, 'the limit lived in the znode, gone with the last one out');
   });
 
+  it('a hold force-released is told taken, in ZooKeeper\'s words (its znode, not a key)', async () => {
+    const lease = await a.mutex('zs:forced').acquire();
+    assert.equal(await b.mutex('zs:forced').forceRelease(), true);
+    const lost = await new Promise<unknown>((resolve) => lease.signal.addEventListener('abort', () => resolve(lease.signal.reason)));
+    assert.ok(lost instanceof LockLostError && lost.reason === 'taken', String(lost));
+    assert.match(lost.message, /its znode deleted/);
+  });
+
   it('a fixed lease ends at leaseMs: the holder is told, its znode goes, and a waiter is served then', async () => {
     const lease = await a.mutex('zs:fixed').acquire({ leaseMs: 600 });
     const waited = b.mutex('zs:fixed').acquire();

@@ -55,6 +55,7 @@ interface FixedLease {
 
 export class ZooKeeperStore implements Store {
   readonly description = 'a ZooKeeper ensemble';
+  readonly lockRecord = 'znode';
   readonly replyTimeoutMs: number;
   readonly extraReplyMs = 0;
   readonly ops: ZooKeeperOps;
