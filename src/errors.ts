@@ -13,6 +13,7 @@ export type PadlockErrorCode =
   | 'STORE_UNAVAILABLE'
   | 'REDIS_UNAVAILABLE'
   | 'ZOOKEEPER_UNAVAILABLE'
+  | 'ZOOKEEPER_SESSION_EXPIRED'
   | 'ETCD_UNAVAILABLE'
   | 'REDIS_COMMAND'
   | 'REPLICA_ACK'
@@ -93,13 +94,16 @@ export class LockLostError extends PadlockError {
   /** What gave the loss away. */
   readonly reason: LockLostReason;
 
-  /** Made by padlock; exported for `instanceof` and for tests of code that handles it. */
-  constructor(lock: string, owner: string, fence: number, reason: LockLostReason, options?: { cause?: unknown }) {
+  /**
+   * Made by padlock; exported for `instanceof` and for tests of code that handles it.
+   * @param options.record what holds a lock in its store, for the message: `'key'` (the default: Redis, etcd), `'znode'` (ZooKeeper)
+   */
+  constructor(lock: string, owner: string, fence: number, reason: LockLostReason, options?: { cause?: unknown; record?: string | undefined }) {
     const why =
       reason === 'taken'
-        ? 'renewal found the key deleted or owned by another'
+        ? `the store no longer has it: its ${options?.record ?? 'key'} deleted or owned by another`
         : 'its lease ran out before a renewal succeeded';
-    super(`lock "${lock}" (fence ${fence}) was lost: ${why}`, lock, options);
+    super(`lock "${lock}" (fence ${fence}) was lost: ${why}`, lock, options?.cause === undefined ? undefined : { cause: options.cause });
     this.owner = owner;
     this.fence = fence;
     this.reason = reason;
@@ -160,7 +164,7 @@ export class StoreUnavailableError extends PadlockError {
   /** `'StoreUnavailableError'`, or the subclass's name: also across copies of padlock (where `instanceof` fails). */
   override readonly name: string = 'StoreUnavailableError';
   /** `'STORE_UNAVAILABLE'`, or the store's own code (`'REDIS_UNAVAILABLE'`, …): stable across versions. */
-  readonly code: 'STORE_UNAVAILABLE' | 'REDIS_UNAVAILABLE' | 'ZOOKEEPER_UNAVAILABLE' | 'ETCD_UNAVAILABLE' = 'STORE_UNAVAILABLE';
+  readonly code: 'STORE_UNAVAILABLE' | 'REDIS_UNAVAILABLE' | 'ZOOKEEPER_UNAVAILABLE' | 'ZOOKEEPER_SESSION_EXPIRED' | 'ETCD_UNAVAILABLE' = 'STORE_UNAVAILABLE';
 
   /**
    * Made by padlock; exported for `instanceof` and for tests of code that handles it.
@@ -186,14 +190,36 @@ export class RedisUnavailableError extends StoreUnavailableError {
 
 /** The ZooKeeper ensemble did not answer in time, or its session could not be kept. */
 export class ZooKeeperUnavailableError extends StoreUnavailableError {
-  /** `'ZooKeeperUnavailableError'`: the class's name, also across copies of padlock (where `instanceof` fails). */
-  override readonly name = 'ZooKeeperUnavailableError';
-  /** `'ZOOKEEPER_UNAVAILABLE'`: stable across versions; test errors by it. */
-  override readonly code = 'ZOOKEEPER_UNAVAILABLE';
+  /** `'ZooKeeperUnavailableError'`, or the subclass's name: also across copies of padlock (where `instanceof` fails). */
+  override readonly name: string = 'ZooKeeperUnavailableError';
+  /** `'ZOOKEEPER_UNAVAILABLE'` (or `'ZOOKEEPER_SESSION_EXPIRED'`, the subclass's): stable across versions; test errors by it. */
+  override readonly code: 'ZOOKEEPER_UNAVAILABLE' | 'ZOOKEEPER_SESSION_EXPIRED' = 'ZOOKEEPER_UNAVAILABLE';
 
   /** Made by padlock; exported for `instanceof` and for tests of code that handles it. */
   constructor(lock: string | undefined, cause: unknown, what?: string) {
     super(lock, cause, what, 'ZooKeeper');
+  }
+}
+
+/**
+ * The Padlock's ZooKeeper session expired and no new one serves yet: not a passing unavailability
+ * (the same call sent again does not help until a new session exists). With `zookeeperFactory`,
+ * padlock is opening a new session (`renewing`), and a later call may be served; without it, this
+ * Padlock serves no more: make a new client and Padlock.
+ */
+export class ZooKeeperSessionExpiredError extends ZooKeeperUnavailableError {
+  /** `'ZooKeeperSessionExpiredError'`: the class's name, also across copies of padlock (where `instanceof` fails). */
+  override readonly name = 'ZooKeeperSessionExpiredError';
+  /** `'ZOOKEEPER_SESSION_EXPIRED'`: stable across versions; test errors by it. */
+  override readonly code = 'ZOOKEEPER_SESSION_EXPIRED';
+  /** Whether padlock is opening a new session (a `zookeeperFactory` was given): a later call may be served. */
+  readonly renewing: boolean;
+
+  /** Made by padlock; exported for `instanceof` and for tests of code that handles it. */
+  constructor(lock: string | undefined, renewing: boolean, cause?: unknown) {
+    const what = renewing ? 'its session expired and the new one is not connected yet' : "its session expired, and without zookeeperFactory padlock cannot open another: make a new client and Padlock";
+    super(lock, cause, what);
+    this.renewing = renewing;
   }
 }
 

@@ -20,6 +20,7 @@ export {
   RedisUnavailableError,
   StoreUnavailableError,
   ZooKeeperUnavailableError,
+  ZooKeeperSessionExpiredError,
   EtcdUnavailableError,
   RedisCommandError,
   ReplicaAckError,

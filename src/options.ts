@@ -63,6 +63,19 @@ export interface PadlockOptions {
    */
   zookeeper?: ZooKeeperClientLike | undefined;
   /**
+   * Beside `zookeeper`: how to make a new ZooKeeper client when the session of the current one
+   * expired (a process frozen or cut off past its session time-out), as Curator opens a new session.
+   * `node-zookeeper-client`'s client cannot open another session itself. padlock calls this, connects
+   * the client it returns (return it not yet connected), tells every hold of the old session it is
+   * lost (as without it) and serves the next call on the new session; until that session connects,
+   * calls reject with `ZooKeeperSessionExpiredError` (code `ZOOKEEPER_SESSION_EXPIRED`). padlock closes
+   * the clients it made this way (at `close()`, or once their session expired), never the one given
+   * as `zookeeper`. Without it, an expired session ends this Padlock's service: every call rejects
+   * with `ZooKeeperSessionExpiredError` (`renewing: false`). See docs/zookeeper.md.
+   * @example new Padlock({ zookeeper: connect(), zookeeperFactory: connect }) // connect = () => zookeeper.createClient(hosts, { sessionTimeout: 10_000 })
+   */
+  zookeeperFactory?: (() => ZooKeeperClientLike) | undefined;
+  /**
    * Prefix of every key and channel: 1–64 characters of `A–Z a–z 0–9 _ . : -`.
    * @default 'padlock'
    */
@@ -286,7 +299,7 @@ const STORE_OPTIONS = ['redis', 'zookeeper', 'etcd'] as const;
 /** The store a Padlock was given, its client(s) checked. */
 export type StoreOption =
   | { readonly kind: 'redis'; readonly redis: CommandConnection | readonly CommandConnection[] }
-  | { readonly kind: 'zookeeper'; readonly client: ZooKeeperClientLike }
+  | { readonly kind: 'zookeeper'; readonly client: ZooKeeperClientLike; readonly factory: (() => ZooKeeperClientLike) | undefined }
   | { readonly kind: 'etcd'; readonly client: EtcdClientLike };
 
 /** Options that only the Redis store reads: refused (named) beside another store. */
@@ -320,12 +333,13 @@ export function resolveOtherStore(options: Record<string, unknown>, store: Store
 /** Validates `new Padlock(options)`. */
 export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions & { readonly store: StoreOption } {
   if (!isPlainObject(options)) throw new PadlockOptionError('options', `an object with one of { ${STORE_OPTIONS.join(', ')} }`, options);
-  rejectUnknown('options', options, [...STORE_OPTIONS, 'prefix', 'leaseMs', 'replyTimeoutMs', 'replicas', 'releaseOnExit', 'drainMs', 'metrics', 'livenessMs', 'reapDeadHolders', 'recordTimings']);
+  rejectUnknown('options', options, [...STORE_OPTIONS, 'zookeeperFactory', 'prefix', 'leaseMs', 'replyTimeoutMs', 'replicas', 'releaseOnExit', 'drainMs', 'metrics', 'livenessMs', 'reapDeadHolders', 'recordTimings']);
   const given = STORE_OPTIONS.filter((key) => options[key] !== undefined);
   if (given.length !== 1) {
     throw new PadlockOptionError(given.length === 0 ? 'redis' : given.join(' and '), `one store: exactly one of ${STORE_OPTIONS.join(', ')}`, given.length === 0 ? undefined : '(several given)');
   }
-  if (options.zookeeper !== undefined) return resolveOtherStore(options, { kind: 'zookeeper', client: checkZooKeeperClient(options.zookeeper) }, 'ZooKeeper');
+  if (options.zookeeper !== undefined) return resolveOtherStore(options, { kind: 'zookeeper', client: checkZooKeeperClient(options.zookeeper), factory: checkZooKeeperFactory(options.zookeeperFactory) }, 'ZooKeeper');
+  if (options.zookeeperFactory !== undefined) throw new PadlockOptionError('zookeeperFactory', 'left out without zookeeper (it makes the ZooKeeper clients after the first)', options.zookeeperFactory);
   if (options.etcd !== undefined) return resolveOtherStore(options, { kind: 'etcd', client: checkEtcdClient(options.etcd) }, 'etcd');
   const { redis, prefix = 'padlock', leaseMs = 30_000, replyTimeoutMs = 5_000, replicas, releaseOnExit = false, drainMs = DEFAULT_DRAIN_MS, livenessMs = 10_000, reapDeadHolders = false } = options;
   const masters = Array.isArray(redis) ? checkMasters(redis as unknown[]) : undefined;
@@ -353,6 +367,13 @@ export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions 
     reapDeadHolders,
     recordTimings: resolveRecordTimings(options.recordTimings),
   };
+}
+
+/** Validates `zookeeperFactory`: a function (what it returns is checked when padlock calls it), or undefined. */
+function checkZooKeeperFactory(factory: unknown): (() => ZooKeeperClientLike) | undefined {
+  if (factory === undefined) return undefined;
+  if (typeof factory !== 'function') throw new PadlockOptionError('zookeeperFactory', 'a function returning a new node-zookeeper-client Client, not yet connected (() => zookeeper.createClient(hosts, options))', factory);
+  return factory as () => ZooKeeperClientLike;
 }
 
 /** Validates `metrics`: `false`, or `{ meterProvider?, lockNames? }`. */

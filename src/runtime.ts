@@ -121,7 +121,7 @@ export class Runtime {
   /** Declares a hold lost: aborts its signal, emits `lost`. Idempotent. */
   lost(hold: Hold, reason: LockLostReason, cause?: unknown): void {
     if (!this.#forget(hold, 'lost', reason)) return;
-    const error = new LockLostError(hold.name, hold.owner, hold.fence, reason, cause === undefined ? undefined : { cause });
+    const error = new LockLostError(hold.name, hold.owner, hold.fence, reason, { cause, record: this.store.lockRecord });
     hold.abortSignal(error);
     this.emit('lost', error);
   }

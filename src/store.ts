@@ -43,6 +43,8 @@ export interface StoreHost {
 export interface Store {
   /** What this store is, for messages: e.g. `'a single Redis server'`, `'a ZooKeeper ensemble'`. */
   readonly description: string;
+  /** What holds a lock in this store, for messages: `'znode'` on ZooKeeper; absent, `'key'` (Redis, etcd). */
+  readonly lockRecord?: string;
   /** The longest any one call waits for the store's reply, in ms. */
   readonly replyTimeoutMs: number;
   /**

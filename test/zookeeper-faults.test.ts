@@ -3,18 +3,20 @@
  * every critical section reads and writes a fenced counter (in Redis) with its lease's fence, and
  * the checker finds no two valid holds overlapping, no stale write accepted, no lost update.
  *
- * Rows: the leader killed while a lock is held; a follower killed; a majority lost; a holder process
- * killed; a holder process frozen past its session.
+ * Rows: the leader killed while a lock is held; a follower killed; a majority lost; the whole
+ * ensemble down while Padlocks wait; a release whose answer is lost in a leader change; a holder
+ * process killed; a holder process frozen past its session (and taking locks again on a new one).
  */
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import zookeeper from 'node-zookeeper-client';
 import type { Client } from 'node-zookeeper-client';
-import { LockLostError, Padlock, ZooKeeperUnavailableError } from '../src/index.js';
+import { LockLostError, LockNotHeldError, LockTimeoutError, Padlock, StoreUnavailableError, ZooKeeperUnavailableError } from '../src/index.js';
 import { monotonicNow } from '../src/clock.js';
-import { connect, delay, startServer } from './harness/redis.js';
+import { connect, delay, eventually, startServer } from './harness/redis.js';
 import { forkFixture } from './harness/children.js';
 import { fourLetters, startZooKeeper, type Ensemble } from './harness/zookeeper.js';
-import { closeClient, zooKeeperClient } from './harness/zookeeper-store-target.js';
+import { closeClient, connected, zooKeeperClient, zooKeeperLeftovers } from './harness/zookeeper-store-target.js';
 import { check, describeReport, isSafe } from './safety/checker.js';
 import { FencedStore } from './safety/fenced-store.js';
 import { fromWire, type SectionRecord, type WireSection } from './safety/records.js';
@@ -25,12 +27,49 @@ const SESSION_MS = 3_000;
 const clients: Client[] = [];
 const padlocks: Padlock[] = [];
 
-function padlockOn(ensemble: Ensemble, options: { replyTimeoutMs?: number; sessionMs?: number } = {}): Padlock {
-  const client = zooKeeperClient(ensemble, options.sessionMs ?? SESSION_MS);
+/** A Padlock with a client (a session) of its own; with `renewing`, a factory makes it a new one when its session expires. */
+function padlockOn(ensemble: Ensemble, options: { replyTimeoutMs?: number; sessionMs?: number; renewing?: boolean } = {}): Padlock {
+  const sessionMs = options.sessionMs ?? SESSION_MS;
+  const client = zooKeeperClient(ensemble, sessionMs);
   clients.push(client);
-  const padlock = new Padlock({ zookeeper: client, replyTimeoutMs: options.replyTimeoutMs });
+  const newClient = (): Client => zookeeper.createClient(ensemble.connectString, { sessionTimeout: sessionMs, spinDelay: 100 });
+  const padlock = new Padlock({ zookeeper: client, replyTimeoutMs: options.replyTimeoutMs, zookeeperFactory: options.renewing === true ? newClient : undefined });
   padlocks.push(padlock);
   return padlock;
+}
+
+/**
+ * Makes the answer of `client`'s next delete (a remove, or a transaction of removes) lost after the
+ * delete landed: `fault` runs (a server killed), and once the client's connection dropped and came
+ * back, and a renewal period went by (as an election can take), the caller is told "connection
+ * lost" instead of the success, as when a reply dies with its server.
+ */
+function loseNextDeleteAnswer(client: Client, fault: () => Promise<void>): void {
+  const original = { remove: client.remove.bind(client), transaction: client.transaction.bind(client) };
+  const restore = (): void => {
+    client.remove = original.remove;
+    client.transaction = original.transaction;
+  };
+  const lose = (error: unknown, callback: (error: unknown) => void): void => {
+    restore();
+    if (error !== null && error !== undefined) return callback(error);
+    const dropped = new Promise<void>((resolve) => {
+      client.once('disconnected', () => resolve());
+      setTimeout(resolve, 5_000).unref();
+    });
+    void fault()
+      .then(() => dropped)
+      .then(() => connected(client))
+      .then(() => delay(SESSION_MS / 3))
+      .then(() => callback(new zookeeper.Exception(zookeeper.Exception.CONNECTION_LOSS, 'CONNECTION_LOSS', loseNextDeleteAnswer)));
+  };
+  client.remove = ((path: string, version: number, callback: (error: unknown) => void) => original.remove(path, version, (error) => lose(error, callback))) as Client['remove'];
+  client.transaction = (() => {
+    const transaction = original.transaction();
+    const commit = transaction.commit.bind(transaction);
+    transaction.commit = ((callback: (error: unknown, results: unknown) => void) => commit((error, results) => lose(error, (lost) => callback(lost, results)))) as typeof transaction.commit;
+    return transaction;
+  }) as Client['transaction'];
 }
 
 const now = (): bigint => process.hrtime.bigint();
@@ -197,6 +236,53 @@ describe('padlock on a 3-server ZooKeeper ensemble under faults', { timeout: 120
     await next.release();
   });
 
+  it('the whole ensemble frozen 6 s while three Padlocks wait: each wait is served or ends unavailable or timed out, never LockNotHeldError; the same Padlocks serve after', async () => {
+    const holder = padlockOn(ensemble, { renewing: true });
+    const lease = await holder.mutex('zkf:outage').acquire();
+    const waiters = [0, 1, 2].map(() => padlockOn(ensemble, { renewing: true }));
+    const ends = waiters.map((padlock) =>
+      padlock
+        .mutex('zkf:outage')
+        .acquire({ waitMs: 15_000 })
+        .then(async (served) => {
+          await served.release().catch(() => undefined);
+          return 'served';
+        }, (error: unknown) => error),
+    );
+    const reader = zooKeeperClient(ensemble);
+    clients.push(reader);
+    await connected(reader);
+    const queued = async (): Promise<number> => (await zooKeeperLeftovers(reader, 'padlock')).filter((path) => path.includes('zkf%3Aoutage/')).length;
+    assert.ok(await eventually(async () => (await queued()) === 4, 10_000), 'the holder and three waiters queued');
+    // Down as its clients see it (frozen: a restart of three JVMs takes longer than the outage on a loaded machine).
+    for (const server of ensemble.servers) server.pause();
+    await delay(6_000);
+    for (const server of ensemble.servers) server.resume();
+    const results = await Promise.all(ends);
+    for (const result of results) {
+      assert.ok(!(result instanceof LockNotHeldError), `a fresh wait told "not held": ${String(result)}`);
+      assert.ok(result === 'served' || result instanceof StoreUnavailableError || result instanceof LockTimeoutError, String(result));
+    }
+    await lease.release().catch(() => undefined); // lost in the outage
+    for (const padlock of [holder, ...waiters]) await (await padlock.mutex('zkf:outage-after').acquire({ waitMs: 10_000 })).release();
+  });
+
+  it('a release whose answer is lost in a leader change, its delete landed: it resolves, never told "taken", the lock is free', async () => {
+    const padlock = padlockOn(ensemble);
+    const client = clients[clients.length - 1];
+    assert.ok(client !== undefined);
+    const lost: LockLostError[] = [];
+    padlock.on('lost', (error) => lost.push(error));
+    const lease = await padlock.mutex('zkf:answer').acquire();
+    loseNextDeleteAnswer(client, async () => (await ensemble.leader()).kill());
+    await lease.release();
+    // Its deadline may pass while the answer is awaited on a loaded machine ('expired': it could not know); never "taken".
+    assert.deepEqual(lost.filter((error) => error.reason === 'taken'), [], 'not told taken');
+    const next = await padlockOn(ensemble).mutex('zkf:answer').acquire({ waitMs: 10_000 });
+    assert.ok(next.fence > lease.fence);
+    await next.release();
+  });
+
   it('a holder process killed: its waiter is served once its session expires, with a greater fence', async () => {
     const store = new FencedStore(redis, 'zkf:killed');
     await store.reset('checked');
@@ -220,12 +306,14 @@ describe('padlock on a 3-server ZooKeeper ensemble under faults', { timeout: 120
     const lost = message<{ code: string }>(child, 'lost');
     child.kill('SIGSTOP');
     const records: SectionRecord[] = [];
+    let waiterFence = 0;
     try {
-      const fence = await section(padlockOn(ensemble), store, 'zkf:frozen', 1, 0, records);
-      assert.ok(fence > held.fence);
+      waiterFence = await section(padlockOn(ensemble), store, 'zkf:frozen', 1, 0, records);
+      assert.ok(waiterFence > held.fence);
     } finally {
       child.kill('SIGCONT');
     }
+    const resumedAt = monotonicNow();
     assert.equal((await lost).code, 'LOCK_LOST', 'told on resume');
     const wrote = message<{ accepted: boolean; section: WireSection }>(child, 'wrote');
     child.send('write');
@@ -233,6 +321,13 @@ describe('padlock on a 3-server ZooKeeper ensemble under faults', { timeout: 120
     assert.equal(late.accepted, false, 'the late write is refused by its fence');
     records.push(fromWire(late.section));
     await assertSafe(store, records);
+    // Not restarted: the same Padlock takes the lock again, on a new session.
+    const again = message<{ fence?: number; error?: string }>(child, 'again');
+    child.send('again');
+    const taken = await again;
+    assert.equal(taken.error, undefined, 'served again');
+    assert.ok((taken.fence ?? 0) > waiterFence, `fence ${taken.fence} after ${waiterFence}`);
+    assert.ok(monotonicNow() - resumedAt < 10_000, 'within 10 s of its resume');
     child.kill('SIGKILL');
   });
 });

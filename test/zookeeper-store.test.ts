@@ -7,7 +7,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Client } from 'node-zookeeper-client';
-import { LockLostError, LockTimeoutError, LockUpgradeError, Padlock, PadlockOptionError, ZooKeeperUnavailableError, type Lease } from '../src/index.js';
+import { LockLostError, LockTimeoutError, LockUpgradeError, Padlock, PadlockOptionError, ZooKeeperSessionExpiredError, type Lease } from '../src/index.js';
 import { delay, eventually } from './harness/redis.js';
 import { fourLetters, startZooKeeper, type Ensemble } from './harness/zookeeper.js';
 import { closeClient, connected, zooKeeperClient, zooKeeperLeftovers } from './harness/zookeeper-store-target.js';
@@ -58,6 +58,16 @@ describe('padlock on ZooKeeper (standalone)', { timeout: 60_000 }, () => {
     assert.ok(lease.fence > 0);
     await lease.release();
     assert.throws(() => new Padlock({ zookeeper: {} as Client }), (error: unknown) => error instanceof PadlockOptionError && error.option === 'zookeeper');
+    const refused = (options: object): boolean => {
+      try {
+        new Padlock(options as never);
+        return false;
+      } catch (error) {
+        return error instanceof PadlockOptionError && error.option === 'zookeeperFactory';
+      }
+    };
+    assert.ok(refused({ zookeeper: reader, zookeeperFactory: 'host:2181' }), 'not a function');
+    assert.ok(refused({ redis: {}, zookeeperFactory: () => reader }), 'without zookeeper');
   });
 
   it('excludes across Padlocks, serves waiters in arrival order with strictly increasing fences; tryAcquire → null, waitMs → LockTimeoutError', async () => {
@@ -210,6 +220,14 @@ describe('padlock on ZooKeeper (standalone)', { timeout: 60_000 }, () => {
     assert.equal(await sem.limit(), 2, 'the limit lived in the znode, gone with the last one out');
   });
 
+  it('a hold force-released is told taken, in ZooKeeper\'s words (its znode, not a key)', async () => {
+    const lease = await a.mutex('zs:forced').acquire();
+    assert.equal(await b.mutex('zs:forced').forceRelease(), true);
+    const lost = await new Promise<unknown>((resolve) => lease.signal.addEventListener('abort', () => resolve(lease.signal.reason)));
+    assert.ok(lost instanceof LockLostError && lost.reason === 'taken', String(lost));
+    assert.match(lost.message, /its znode deleted/);
+  });
+
   it('a fixed lease ends at leaseMs: the holder is told, its znode goes, and a waiter is served then', async () => {
     const lease = await a.mutex('zs:fixed').acquire({ leaseMs: 600 });
     const waited = b.mutex('zs:fixed').acquire();
@@ -247,7 +265,8 @@ describe('padlock on ZooKeeper: the session is the liveness', { timeout: 60_000 
       .mutex('zs:s1')
       .acquire({ waitMs: 5_000 })
       .catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
-    if (later instanceof Error) assert.ok(later instanceof ZooKeeperUnavailableError, String(later));
+    // Without zookeeperFactory an expired session is for good, said with its own code (not a passing unavailability).
+    if (later instanceof Error) assert.ok(later instanceof ZooKeeperSessionExpiredError && later.code === 'ZOOKEEPER_SESSION_EXPIRED' && !later.renewing, String(later));
     else await later.release();
   });
 });

@@ -16,7 +16,7 @@ export function openStore(options: ResolvedPadlockOptions & { readonly store: St
     case 'redis':
       return new RedisStore({ ...options, redis: options.store.redis }, host);
     case 'zookeeper':
-      return new ZooKeeperStore({ client: options.store.client as unknown as ZooKeeperClient, prefix: options.prefix, replyTimeoutMs: options.replyTimeoutMs }, host);
+      return new ZooKeeperStore({ client: options.store.client as unknown as ZooKeeperClient, factory: options.store.factory, prefix: options.prefix, replyTimeoutMs: options.replyTimeoutMs }, host);
     case 'etcd':
       return new EtcdStore({ ...options, client: options.store.client as unknown as Etcd3 }, host);
   }

@@ -6,16 +6,17 @@
 import { PadlockOptionError } from '../../errors.js';
 
 /** The client's methods padlock calls. */
-const METHODS = ['create', 'remove', 'exists', 'getChildren', 'getData', 'setData', 'transaction', 'mkdirp', 'getState', 'getSessionTimeout', 'on', 'once', 'removeListener'] as const;
+const METHODS = ['create', 'remove', 'exists', 'getChildren', 'getData', 'setData', 'transaction', 'mkdirp', 'getState', 'getSessionTimeout', 'on', 'once', 'removeListener', 'connect', 'close'] as const;
 
 /** A `node-zookeeper-client` client, as padlock checks it: the methods it calls. */
 export type ZooKeeperClientLike = { readonly [method in (typeof METHODS)[number]]: (...args: never[]) => unknown };
 
-/** `client`, when it is a `node-zookeeper-client` client; else `PadlockOptionError` naming `zookeeper`. */
-export function checkZooKeeperClient(client: unknown): ZooKeeperClientLike {
+/** `client`, when it is a `node-zookeeper-client` client; else `PadlockOptionError` naming `option` (`zookeeper`, or `zookeeperFactory` for what it returned). */
+export function checkZooKeeperClient(client: unknown, option = 'zookeeper'): ZooKeeperClientLike {
   const methods = client as Record<string, unknown> | null;
   if (typeof client !== 'object' || methods === null || METHODS.some((method) => typeof methods[method] !== 'function')) {
-    throw new PadlockOptionError('zookeeper', 'a node-zookeeper-client Client (zookeeper.createClient(connectString), connected or not yet)', client);
+    const expected = option === 'zookeeper' ? 'a node-zookeeper-client Client (zookeeper.createClient(connectString), connected or not yet)' : 'a function returning a new node-zookeeper-client Client (zookeeper.createClient(connectString)), not yet connected';
+    throw new PadlockOptionError(option, expected, client);
   }
   return client as ZooKeeperClientLike;
 }

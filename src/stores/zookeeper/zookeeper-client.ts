@@ -60,9 +60,23 @@ export function parseChild(name: string): Child | undefined {
   return match === null ? undefined : { name, sequence: Number(match[1]) };
 }
 
-/** The promise-returning face of one `node-zookeeper-client` client. */
+/** The promise-returning face of the store's current `node-zookeeper-client` client (a new one once a session expired). */
 export class ZooKeeperOps {
-  constructor(readonly client: Client) {}
+  #client: Client;
+
+  constructor(client: Client) {
+    this.#client = client;
+  }
+
+  /** The client every call goes to. */
+  get client(): Client {
+    return this.#client;
+  }
+
+  /** Sends every later call to `client` (a new session's), calls already sent stay with the old one. */
+  use(client: Client): void {
+    this.#client = client;
+  }
 
   /**
    * One request's promise, rejected as a lost connection when no reply came within the session's

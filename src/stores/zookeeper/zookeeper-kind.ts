@@ -60,27 +60,34 @@ export abstract class ZooKeeperKind extends Lock {
 
   async releaseInStore(hold: Hold, count: number): Promise<number> {
     let child: string | undefined;
-    return this.store.call(this.name, async () => {
-      child = await this.childOf(hold.owner);
-      let left: number;
-      try {
-        left = await this.recipe.release(hold.owner, count, this.roles);
-      } catch (error) {
-        if (zkCode(error) !== ZK.connectionLoss) throw error;
-        // The answer was lost, not the call: asked again, a child already gone was this release's.
-        left = await this.recipe.release(hold.owner, count, this.roles).catch((again: unknown) => {
-          if (again instanceof LockNotHeldError) return 0;
-          throw again;
-        });
-      }
-      if (left === 0 && child !== undefined) this.store.unfixLease(child);
-      return left;
-    }).catch((error: unknown) => {
-      // The common lock drops a hold whose release failed, expecting its lease to run out; the
-      // session keeps the child while it lives, so the child is deleted here, in the background.
-      if (!(error instanceof LockNotHeldError) && count >= hold.count && child !== undefined) this.store.abandon(this.recipe, child);
-      throw error;
-    });
+    const final = count >= hold.count;
+    // A renewal meanwhile would find the child gone by this very release (its answer lost): not a loss.
+    if (final) this.store.releasing.add(hold);
+    return this.store
+      .call(this.name, async () => {
+        child = await this.childOf(hold.owner);
+        let left: number;
+        try {
+          left = await this.recipe.release(hold.owner, count, this.roles);
+        } catch (error) {
+          if (zkCode(error) !== ZK.connectionLoss) throw error;
+          // The answer was lost, not the call (a server died, a leader changed): asked again once
+          // connected, a child already gone was this release's own delete, not another's take.
+          left = await this.store.ops.whileConnectionLost(() => this.recipe.release(hold.owner, count, this.roles)).catch((again: unknown) => {
+            if (again instanceof LockNotHeldError) return 0;
+            throw again;
+          });
+        }
+        if (left === 0 && child !== undefined) this.store.unfixLease(child);
+        return left;
+      })
+      .catch((error: unknown) => {
+        // The common lock drops a hold whose release failed, expecting its lease to run out; the
+        // session keeps the child while it lives, so the child is deleted here, in the background.
+        if (!(error instanceof LockNotHeldError) && final && child !== undefined) this.store.abandon(this.recipe, child);
+        throw error;
+      })
+      .finally(() => this.store.releasing.delete(hold));
   }
 
   protected async reenterOnce(owner: string, leaseMs: number): Promise<Grant | null> {

@@ -24,7 +24,7 @@
  * delete of its own is ignored, a count written is read again (which sets the next watch).
  */
 import { randomBytes } from 'node:crypto';
-import { LockNotHeldError, PermitLimitError } from '../../errors.js';
+import { LockNotHeldError, PermitLimitError, StoreUnavailableError, ZooKeeperSessionExpiredError } from '../../errors.js';
 import { Deadline } from '../../deadlines.js';
 import type { WaitScope } from '../../wait-scope.js';
 import { parseParticipant, queueOf, stemOf, turnOf, type Participant, type Role } from './znode-queue.js';
@@ -88,6 +88,10 @@ export class ZooKeeperLock {
   readonly #mine = new Set<string>();
   /** The children of this client's that carry a watch now (one each: told at once when deleted by another). */
   readonly #watched = new Set<string>();
+  /** Those of {@link #mine} that wait (not granted yet): a session that lived through a silent spell keeps them. */
+  readonly #waiting = new Set<string>();
+  /** Wakes each waiter to look at its queue again (a new session: its watches were the old one's). */
+  readonly #wakers = new Set<() => void>();
 
   constructor(
     private readonly ops: ZooKeeperOps,
@@ -101,6 +105,11 @@ export class ZooKeeperLock {
     private readonly track: (work: Promise<unknown>) => void = () => undefined,
     /** Told when a child of this client's was deleted by another (a force-release): its holds are checked at once. */
     private readonly gone: (name: string) => void = () => undefined,
+    /**
+     * Resolves once a live session serves (a new one after an expiry); rejects when none will
+     * (`ZooKeeperSessionExpiredError`). A wait calls it after a lost connection or session.
+     */
+    private readonly session: () => Promise<void> = () => Promise.resolve(),
   ) {}
 
   /** The children this client made here and still has. */
@@ -114,22 +123,26 @@ export class ZooKeeperLock {
    */
   async take(request: Request, scope: WaitScope, wait: boolean): Promise<ZooKeeperGrant | null> {
     const joined = await this.#joinWithin(request, scope);
-    const mine = joined.path;
-    const name = mine.slice(this.path.length + 1);
+    let mine = joined.path;
+    let name = mine.slice(this.path.length + 1);
     let waited = false;
+    let woken: (() => void) | undefined;
+    const wakeUp = (): void => woken?.();
+    this.#wakers.add(wakeUp);
     try {
       // The lock's first participant holds: its child's stat came in the same round trip.
       const firstStat = joined.first === undefined ? undefined : await scope.race(joined.first).catch(() => undefined);
       if (firstStat !== undefined) return this.#granted(request.owner, mine, firstStat.version, creationZxid(firstStat), false);
       for (;;) {
         scope.check();
-        let woken: (() => void) | undefined;
         const wake = new Promise<void>((resolve) => (woken = resolve));
         const permit = request.role === 'permit';
-        const read = await scope.race(Promise.all([this.ops.children(this.path), this.#statWatched(mine), permit ? this.ops.data(this.path) : undefined])).catch(retryOnLoss);
-        // The connection was lost (a server died): the session and its child live on; look again once reconnected.
+        const read = await scope.race(Promise.all([this.ops.children(this.path), this.#statWatched(mine), permit ? this.ops.data(this.path) : undefined])).catch((error: unknown) => lookAgain(error, scope));
+        // The connection was lost (a server died): the session and its child live on; look again once
+        // reconnected. The session lost: look again on the new one (the child is then found gone).
+        // No reply in time (the ensemble down): look again while the wait has time (an outage ridden out).
         if (read === undefined) {
-          await backOff(scope);
+          await this.#backOff(scope);
           continue;
         }
         const [names, stat, stored] = read;
@@ -145,7 +158,15 @@ export class ZooKeeperLock {
         const limit = limitIn(stored?.data) ?? this.limit;
         if (permit && request.permits > limit) throw new PermitLimitError(this.name, request.permits, limit);
         const turn = turnOf(queue, name, limit);
-        if (turn === undefined || stat === undefined) throw new LockNotHeldError(this.name, request.owner, 'acquire');
+        if (turn === undefined || stat === undefined) {
+          // Its child is gone with its session (expired; a new one serves now): a wait goes on, queued
+          // again at the end, never told "not held" (it held nothing yet).
+          this.#mine.delete(mine);
+          this.#waiting.delete(mine);
+          mine = (await this.#joinWithin(request, scope)).path;
+          name = mine.slice(this.path.length + 1);
+          continue;
+        }
         if (turn.holds) {
           const version = request.role === 'permit' && waited ? await this.#announce(mine) : stat.version;
           return this.#granted(request.owner, mine, version, creationZxid(stat), queue.length > 1);
@@ -160,13 +181,13 @@ export class ZooKeeperLock {
         // A semaphore waiter also watches the stored limit (the lock's znode's data): a raise may let
         // it in, a cut refuse it. Only setPermits changes that data, so only it wakes them all.
         if (permit) paths.push(this.path);
-        const watched = await scope.race(Promise.all(paths.map((path) => this.ops.exists(path, () => woken?.())))).catch(retryOnLoss);
+        const watched = await scope.race(Promise.all(paths.map((path) => this.ops.exists(path, wakeUp)))).catch((error: unknown) => lookAgain(error, scope));
         waited = true;
-        if (watched === undefined) await backOff(scope);
+        if (watched === undefined) await this.#backOff(scope);
         if (watched === undefined || watched.some((s) => s === undefined)) continue;
         // A watch's event lost with a killed server was seen to leave a waiter waiting for good: with
         // no event for a session's time-out, it looks at the queue again (and watches anew).
-        const relook = new Deadline(this.ops.client.getSessionTimeout(), () => woken?.());
+        const relook = new Deadline(this.ops.client.getSessionTimeout(), wakeUp);
         try {
           await waitFor(wake, scope);
         } finally {
@@ -176,6 +197,9 @@ export class ZooKeeperLock {
     } catch (error) {
       this.track(this.#leave(mine));
       throw error;
+    } finally {
+      this.#wakers.delete(wakeUp);
+      this.#waiting.delete(mine);
     }
   }
 
@@ -188,8 +212,8 @@ export class ZooKeeperLock {
       try {
         return await scope.race(this.#join(request), (late) => this.track(this.#leave(late.path)));
       } catch (error) {
-        if (zkCode(error) !== ZK.connectionLoss) throw error;
-        await backOff(scope);
+        lookAgain(error, scope);
+        await this.#backOff(scope);
       }
     }
   }
@@ -289,11 +313,18 @@ export class ZooKeeperLock {
     }
   }
 
-  /** Releases the hold whose child is `path` outright (every count); false when it was gone. */
+  /**
+   * Releases the hold whose child is `path` outright (every count); false when it was gone. A delete
+   * that fails (the ensemble down past the session's time-out) leaves the child among this client's,
+   * for the look after a silent spell, or close(), to remove.
+   */
   releasePath(path: string): Promise<boolean> {
     this.#mine.delete(path);
     for (const [owner, known] of this.#known) if (known.path === path) this.#known.delete(owner);
-    return this.ops.removeLeftover(path, this.path);
+    return this.ops.removeLeftover(path, this.path).catch((error: unknown) => {
+      this.#mine.add(path);
+      throw error;
+    });
   }
 
   /** The limit stored in the lock's znode (`setPermits`), if any. */
@@ -350,10 +381,12 @@ export class ZooKeeperLock {
           const first = this.#statWatched(`${this.path}/${stem}-0000000000`).catch(() => undefined);
           const path = await created;
           this.#mine.add(path);
+          this.#waiting.add(path);
           return { path, first };
         }
         const path = await this.ops.createSequential(this.path, stem, data);
         this.#mine.add(path);
+        this.#waiting.add(path);
         return { path };
       } catch (error) {
         const code = zkCode(error);
@@ -402,13 +435,37 @@ export class ZooKeeperLock {
   /** Deletes a child this client made (an abandoned wait); the lock's znode too when it was the last. */
   async #leave(child: string): Promise<void> {
     this.#mine.delete(child);
+    this.#waiting.delete(child);
     for (const [owner, known] of this.#known) if (known.path === child) this.#known.delete(owner);
-    await this.ops.removeLeftover(child, this.path).catch(() => undefined);
+    // Failed (the ensemble down past the session's time-out): left among this client's children, as releasePath does.
+    await this.ops.removeLeftover(child, this.path).catch(() => this.#mine.add(child));
   }
 
   /** Removes every child this client still has here (close()); never rejects. */
   async removeMine(): Promise<void> {
     await Promise.all([...this.#mine].map((child) => this.#leave(child)));
+  }
+
+  /** Removes the children of this client's holds here, not its waiters' (holds told lost after a silent spell the session lived through); never rejects. */
+  async removeHeld(): Promise<void> {
+    await Promise.all([...this.#mine].filter((child) => !this.#waiting.has(child)).map((child) => this.#leave(child)));
+  }
+
+  /**
+   * The session whose children this client knew is gone (expired, its children with it): forgets
+   * them, and wakes every waiter to look again, on the new session (each is queued again there).
+   */
+  forgetSession(): void {
+    this.#mine.clear();
+    this.#known.clear();
+    this.#watched.clear(); // the old session's watches: a new read on the new session arms its own
+    for (const wake of this.#wakers) wake();
+  }
+
+  /** Waits a little before a call is sent again after a lost connection, and for a live session (a new one after an expiry). */
+  async #backOff(scope: WaitScope): Promise<void> {
+    await backOff(scope);
+    await scope.race(this.session()).catch((error: unknown) => lookAgain(error, scope));
   }
 
   /** Tells the waiter behind a semaphore holder that it holds now (its watch on our data fires); the child's new data version. */
@@ -471,9 +528,17 @@ function backOff(scope: WaitScope): Promise<void> {
   return waitFor(slept, scope).finally(() => clearTimeout(timer));
 }
 
-/** `undefined` for a lost connection (the caller looks again), else rethrows. */
-function retryOnLoss(error: unknown): undefined {
-  if (zkCode(error) === ZK.connectionLoss) return undefined;
+/**
+ * `undefined` when a wait looks again: a lost connection or session (on a new session for the
+ * latter), or a call with no reply in time while a finite `waitMs` has time left (an outage is
+ * ridden out within it, as on Redis; a wait without one reports the first); else rethrows.
+ */
+function lookAgain(error: unknown, scope: WaitScope): undefined {
+  const code = zkCode(error);
+  if (code === ZK.connectionLoss || code === ZK.sessionExpired) return undefined;
+  // No session will serve again (an expired one, and no factory to make another): said at once.
+  if (error instanceof ZooKeeperSessionExpiredError && !error.renewing) throw error;
+  if (error instanceof StoreUnavailableError && scope.waitMs > 0 && scope.waitMs !== Infinity && scope.remainingMs > 0) return undefined;
   throw error;
 }
 

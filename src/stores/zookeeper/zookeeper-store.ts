@@ -13,7 +13,7 @@
 import { randomInt } from 'node:crypto';
 import type { Client } from 'node-zookeeper-client';
 import { monotonicNow, settleWithin, driftMs } from '../../clock.js';
-import { LockLostError, ZooKeeperUnavailableError } from '../../errors.js';
+import { LockLostError, PadlockOptionError, ZooKeeperSessionExpiredError, ZooKeeperUnavailableError } from '../../errors.js';
 import type { Hold } from '../../hold.js';
 import type { Lock } from '../../locks/lock.js';
 import type { ReadWriteLock } from '../../locks/read-write-lock.js';
@@ -24,7 +24,8 @@ import type { LockKindName, Store, StoreHost } from '../../store.js';
 import { SWEEP_EVERY_MS, sweepAbandonedLocks } from './abandoned-locks.js';
 import { ZooKeeperCatalog } from './zookeeper-catalog.js';
 import { SessionClock, type SessionLoss } from './session-clock.js';
-import { zkCode, ZooKeeperOps } from './zookeeper-client.js';
+import { ZK, zkCode, ZooKeeperOps } from './zookeeper-client.js';
+import { checkZooKeeperClient, type ZooKeeperClientLike } from './zookeeper-client-like.js';
 import { lockPath, ZooKeeperLock } from './zookeeper-lock.js';
 import { ZooKeeperKind } from './zookeeper-kind.js';
 import { ZooKeeperMutex } from './zookeeper-mutex.js';
@@ -34,9 +35,14 @@ import { ZooKeeperSemaphore } from './zookeeper-semaphore.js';
 /** The ZooKeeper options a Padlock was given, resolved. */
 export interface ZooKeeperStoreOptions {
   readonly client: Client;
+  /** Makes a new client once a session expired (`zookeeperFactory`); without it, an expired session ends the store's service. */
+  readonly factory?: (() => ZooKeeperClientLike) | undefined;
   readonly prefix: string;
   readonly replyTimeoutMs: number;
 }
+
+/** How often a call tries a factory that failed again (each call would, else, while waits back off). */
+const FACTORY_RETRY_MS = 1_000;
 
 /** Past this many recipes kept, the idle ones (no child of this client) are dropped. */
 const KEPT_RECIPES = 1_000;
@@ -49,55 +55,76 @@ interface FixedLease {
 
 export class ZooKeeperStore implements Store {
   readonly description = 'a ZooKeeper ensemble';
+  readonly lockRecord = 'znode';
   readonly replyTimeoutMs: number;
   readonly extraReplyMs = 0;
   readonly ops: ZooKeeperOps;
   /** The root of every lock's znode: `/<prefix>`. */
   readonly root: string;
-  readonly #client: Client;
+  /** The client of the current session: the one given, or after an expiry one `#factory` made. */
+  #client: Client;
+  readonly #factory: (() => ZooKeeperClientLike) | undefined;
+  /** Whether padlock made `#client` (it closes only those). */
+  #made = false;
   readonly #host: StoreHost;
   #clock: SessionClock | undefined;
-  /** Why the session is gone for good (expired: node-zookeeper-client does not open another). */
-  #expired: SessionLoss | undefined;
+  /**
+   * The current client's session expired and no other serves: node-zookeeper-client does not open
+   * another, and there is no factory (or it failed: tried again at the next call).
+   */
+  #expired = false;
+  /** From a session's expiry until the new one connects: calls then fail as `ZOOKEEPER_SESSION_EXPIRED`. */
+  #between = false;
+  /** Why the factory failed last, if it did (the cause of what calls reject with), and when. */
+  #factoryError: unknown;
+  #factoryFailedAt = -Infinity;
   readonly #recipes = new Map<string, ZooKeeperLock>();
   readonly #leases = new Map<string, FixedLease>();
+  /** Holds whose final release is on its way: a renewal does not judge them (their child may be gone by that release). */
+  readonly releasing = new WeakSet<Hold>();
   /** Holds whose loss removes their child (told once, at their first renewal). */
   readonly #watched = new WeakSet<Hold>();
   /** The Padlock's shared parts (its runtime holds the holds a lost session must tell). */
   #shared: Shared | undefined;
   #connected: Promise<void>;
+  #connectedSettled = false;
   #onConnected: () => void = () => undefined;
   #onExpired: (error: unknown) => void = () => undefined;
   #closed = false;
   /** The next look for lock znodes a dead client left (abandoned-locks.ts). */
   #sweep: NodeJS.Timeout | undefined;
   readonly #connectedListener = (): void => this.#connectedNow();
-  /** An expired session is gone for good, whatever the clock said before (a silent spell that ended in expiry). */
+  /** An expired session is replaced (or, without a factory, gone for good), whatever the clock said before (a silent spell that ended in expiry). */
   readonly #expiredListener = (): void => {
-    if (this.#clock?.lost === undefined) return; // the clock tells the holds itself
-    this.#expired = 'expired';
-    this.#onExpired(this.#gone(''));
+    if (this.#clock !== undefined && this.#clock.lost === undefined) return; // the clock tells the holds, then #sessionLost replaces it
+    this.#sessionExpired();
   };
 
   constructor(options: ZooKeeperStoreOptions, host: StoreHost) {
     this.#client = options.client;
+    this.#factory = options.factory;
     this.#host = host;
     this.ops = new ZooKeeperOps(options.client);
     this.root = `/${options.prefix}`;
     this.replyTimeoutMs = options.replyTimeoutMs;
     this.#connected = this.#awaitConnection();
-    this.#client.on('connected', this.#connectedListener);
-    this.#client.on('expired', this.#expiredListener);
-    if (this.#client.getState().name === 'SYNC_CONNECTED') this.#connectedNow();
+    this.#attach(this.#client);
   }
 
   noReply(lock: string | undefined, ms: number): ZooKeeperUnavailableError {
+    if (this.#between || this.#expired) return this.#gone(lock ?? '');
     return new ZooKeeperUnavailableError(lock, undefined, `no reply within ${ms} ms`);
   }
 
-  /** The error a failed call stands for: ZooKeeper's own (a lost connection, an expired session…) as unavailability, any other as it is (an abort's reason, padlock's errors). */
+  /**
+   * The error a failed call stands for: ZooKeeper's own (a lost connection…) as unavailability, an
+   * expired session (or any failure before the next one connects) as `ZooKeeperSessionExpiredError`,
+   * any other as it is (an abort's reason, padlock's errors).
+   */
   unavailable(lock: string, error: unknown): unknown {
-    return zkCode(error) !== undefined ? new ZooKeeperUnavailableError(lock, error) : error;
+    const code = zkCode(error);
+    if (code === undefined) return error;
+    return code === ZK.sessionExpired || this.#between || this.#expired ? this.#gone(lock, error) : new ZooKeeperUnavailableError(lock, error);
   }
 
   /** An operator's read of every lock under this Padlock's prefix (`padlock list --zookeeper`). */
@@ -137,31 +164,104 @@ export class ZooKeeperStore implements Store {
     let recipe = this.#recipes.get(key);
     if (recipe === undefined) {
       if (this.#recipes.size >= KEPT_RECIPES) for (const [k, r] of this.#recipes) if (r.children.size === 0) this.#recipes.delete(k);
-      recipe = new ZooKeeperLock(this.ops, path, name, limit, (work) => this.#host.track(work), (lock) => this.#host.suspect(lock));
+      recipe = new ZooKeeperLock(this.ops, path, name, limit, (work) => this.#host.track(work), (lock) => this.#host.suspect(lock), () => this.ready(name));
       this.#recipes.set(key, recipe);
     }
     return recipe;
   }
 
-  /** Resolves once the client is connected and its session alive; rejects `ZooKeeperUnavailableError` for a session gone for good. */
+  /**
+   * Resolves once the client is connected and its session alive (a new session's, after an expiry);
+   * rejects `ZooKeeperSessionExpiredError` when the session expired and no new one can be made.
+   */
   ready(lock: string): Promise<void> {
-    if (this.#expired !== undefined) return Promise.reject(this.#gone(lock));
     if (this.#closed) return Promise.reject(new ZooKeeperUnavailableError(lock, undefined, 'the store is closed'));
+    // The factory failed last time: a call tries it again, at most once a second.
+    if (this.#expired && this.#factory !== undefined && monotonicNow() - this.#factoryFailedAt >= FACTORY_RETRY_MS) this.#openSession();
+    if (this.#expired) return Promise.reject(this.#gone(lock));
     return this.#connected;
   }
 
-  #gone(lock: string): ZooKeeperUnavailableError {
-    return new ZooKeeperUnavailableError(lock === '' ? undefined : lock, undefined, "this client's session expired: make a new client");
+  /** What a call gets while no session serves after an expiry. */
+  #gone(lock: string, cause: unknown = this.#factoryError): ZooKeeperSessionExpiredError {
+    return new ZooKeeperSessionExpiredError(lock === '' ? undefined : lock, this.#factory !== undefined, cause);
   }
 
-  /** A promise of the next connection, rejected if the session expires first. */
+  /** A promise of the next connection, rejected if the session expires first (and no new one can be made). */
   #awaitConnection(): Promise<void> {
+    this.#connectedSettled = false;
     const connected = new Promise<void>((resolve, reject) => {
-      this.#onConnected = resolve;
-      this.#onExpired = reject;
+      this.#onConnected = () => {
+        this.#connectedSettled = true;
+        resolve();
+      };
+      this.#onExpired = (error) => {
+        this.#connectedSettled = true;
+        reject(error);
+      };
     });
     connected.catch(() => undefined); // nobody may be waiting
     return connected;
+  }
+
+  /** Listens to `client`'s session (the store's current client from now on). */
+  #attach(client: Client): void {
+    client.on('connected', this.#connectedListener);
+    client.on('expired', this.#expiredListener);
+    if (client.getState().name === 'SYNC_CONNECTED') this.#connectedNow();
+  }
+
+  #detach(client: Client): void {
+    client.removeListener('connected', this.#connectedListener);
+    client.removeListener('expired', this.#expiredListener);
+  }
+
+  /**
+   * The current session expired (its holds are told by the caller or were told at its silent spell):
+   * with a factory, a new client opens a new session; without one, every call is refused from now on.
+   */
+  #sessionExpired(): void {
+    if (this.#closed || this.#expired || this.#between) return;
+    this.#clock?.close();
+    this.#clock = undefined;
+    this.#detach(this.#client);
+    // Calls waiting for a connection (a silent spell before the expiry) wait on for the new session.
+    if (this.#connectedSettled) this.#connected = this.#awaitConnection();
+    this.#host.report(new ZooKeeperSessionExpiredError(undefined, this.#factory !== undefined));
+    if (this.#factory === undefined) {
+      this.#expired = true;
+      this.#onExpired(this.#gone(''));
+      return;
+    }
+    this.#openSession();
+  }
+
+  /** Makes a new client with the factory and connects it; on failure, calls are refused (and try again). */
+  #openSession(): void {
+    const factory = this.#factory;
+    if (factory === undefined) return;
+    if (this.#connectedSettled) this.#connected = this.#awaitConnection();
+    let client: Client;
+    try {
+      client = checkZooKeeperClient(factory(), 'zookeeperFactory') as unknown as Client;
+      if (client === this.#client) throw new PadlockOptionError('zookeeperFactory', 'a function returning a new client each call (the expired one cannot open another session)', client);
+    } catch (error) {
+      this.#expired = true;
+      this.#factoryError = error;
+      this.#factoryFailedAt = monotonicNow();
+      this.#host.report(error);
+      this.#onExpired(this.#gone(''));
+      return;
+    }
+    // An expired client of padlock's is closed already (node-zookeeper-client's close() would reconnect it to send a close nobody needs).
+    this.#expired = false;
+    this.#between = true;
+    this.#factoryError = undefined;
+    this.#client = client;
+    this.#made = true;
+    this.ops.use(client);
+    this.#attach(client);
+    client.connect();
   }
 
   /**
@@ -214,8 +314,13 @@ export class ZooKeeperStore implements Store {
   }
 
   async renewMany(holds: readonly Hold[], report: (error: unknown) => void): Promise<(number | undefined)[]> {
+    // A hold being released is left unanswered (its deadline stands): its child gone would read as taken.
+    const skipped = holds.map((hold) => this.releasing.has(hold));
+    const renewed = holds.filter((_, i) => skipped[i] !== true);
     try {
-      return await this.renew(holds);
+      const left = renewed.length === 0 ? [] : await this.renew(renewed);
+      let next = 0;
+      return holds.map((_, i) => (skipped[i] === true ? undefined : left[next++]));
     } catch (error) {
       report(this.unavailable(holds[0]?.name ?? '', error));
       return holds.map(() => undefined);
@@ -260,10 +365,12 @@ export class ZooKeeperStore implements Store {
     if (this.#watched.has(hold)) return;
     this.#watched.add(hold);
     const recipe = kindOf(hold).recipe;
+    const client = this.#client;
     hold.signal.addEventListener(
       'abort',
       () => {
-        if (hold.signal.reason instanceof LockLostError && this.#expired === undefined && !this.#closed) this.#host.track(recipe.releasePath(child).catch(() => false));
+        // Not once its session expired: its child went with it (and a new session's calls would be sent for nothing).
+        if (hold.signal.reason instanceof LockLostError && this.#client === client && !this.#expired && !this.#closed) this.#host.track(recipe.releasePath(child).catch(() => false));
       },
       { once: true },
     );
@@ -292,14 +399,15 @@ export class ZooKeeperStore implements Store {
     await settleWithin(Promise.all([...this.#recipes.values()].map((recipe) => recipe.removeMine())), ms);
   }
 
+  /** Stops watching the session; closes the client if padlock made it (never the one it was given). */
   close(): Promise<void> {
     this.#closed = true;
     this.#clock?.close();
     clearTimeout(this.#sweep);
-    this.#client.removeListener('connected', this.#connectedListener);
-    this.#client.removeListener('expired', this.#expiredListener);
+    this.#detach(this.#client);
     for (const lease of this.#leases.values()) clearTimeout(lease.timer);
     this.#leases.clear();
+    if (this.#made && this.#client.getState().name !== 'EXPIRED') this.#client.close();
     return Promise.resolve();
   }
 
@@ -309,14 +417,20 @@ export class ZooKeeperStore implements Store {
   }
 
   #connectedNow(): void {
-    if (this.#closed || this.#expired !== undefined || this.#clock !== undefined) return;
+    if (this.#closed || this.#expired || this.#clock !== undefined) return;
+    if (this.#between) {
+      // A new session: the old one's children went with it; every waiter looks again, queued anew.
+      this.#between = false;
+      for (const recipe of this.#recipes.values()) recipe.forgetSession();
+    }
     this.#startClock();
+    clearTimeout(this.#sweep);
     this.#sweepNow();
   }
 
   /** Removes the lock znodes a dead client left, now and every {@link SWEEP_EVERY_MS} while the session lives. */
   #sweepNow(): void {
-    if (this.#closed || this.#expired !== undefined) return;
+    if (this.#closed || this.#expired) return;
     void sweepAbandonedLocks(this.ops, this.root);
     this.#sweep = setTimeout(() => this.#sweepNow(), randomInt(SWEEP_EVERY_MS * 0.8, SWEEP_EVERY_MS * 1.2));
     this.#sweep.unref();
@@ -334,7 +448,8 @@ export class ZooKeeperStore implements Store {
    * are removed, and the store serves again with a fresh clock.
    */
   async #recover(): Promise<void> {
-    while (!this.#closed && this.#expired === undefined) {
+    const client = this.#client;
+    while (!this.#closed && this.#client === client && this.#clock?.lost === 'silent') {
       let timer: NodeJS.Timeout | undefined;
       const answered = await Promise.race([
         this.ops.exists('/').then(() => true, () => false),
@@ -342,22 +457,22 @@ export class ZooKeeperStore implements Store {
       ]);
       clearTimeout(timer);
       if (answered) {
-        await Promise.all([...this.#recipes.values()].map((recipe) => recipe.removeMine()));
-        if (!this.#closed && this.#expired === undefined) this.#startClock();
+        // The holds were told lost: their children go. A waiter's child keeps its place (its session lived).
+        await Promise.all([...this.#recipes.values()].map((recipe) => recipe.removeHeld()));
+        if (!this.#closed && this.#client === client && this.#clock?.lost === 'silent') this.#startClock();
         return;
       }
       await new Promise((resolve) => setTimeout(resolve, 100).unref());
     }
   }
 
-  /** Every hold is told (`LockLostError`); an expired session is gone for good. */
+  /** Every hold is told (`LockLostError`); an expired session is replaced (or, without a factory, gone for good). */
   #sessionLost(loss: SessionLoss): void {
     if (this.#closed) return;
     const timeout = this.#client.getSessionTimeout();
     const cause = new ZooKeeperUnavailableError(undefined, undefined, loss === 'expired' ? 'the session expired' : `no answer within the session time-out (${timeout} ms, less ${driftMs(timeout)} ms of drift)`);
     if (loss === 'expired') {
-      this.#expired = loss;
-      this.#onExpired(this.#gone(''));
+      this.#sessionExpired();
     } else {
       this.#connected = this.#awaitConnection();
       void this.#recover();
