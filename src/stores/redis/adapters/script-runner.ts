@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { PadlockError, RedisCommandError, RedisUnavailableError } from '../../../errors.js';
 import { debugEnabled, knownScripts, loggedConnection } from '../../../observability/debug-log.js';
 import type { GaveUp } from '../topology/topology.js';
+import { describeConnectError } from './connect-errors.js';
 import type { Arg, CommandConnection, Settled, WaitFor } from './connection.js';
 import { isPassingReply, noteClientState } from './transient.js';
 
@@ -84,6 +85,7 @@ export class ScriptRunner {
   async sendMany<Result>(calls: readonly ScriptSend<Result>[]): Promise<PromiseSettledResult<Result>[]> {
     let settled: readonly Settled[];
     try {
+      await this.#connected(undefined);
       settled = await this.connection.evalshaMany(calls.map(({ script, keys, args }) => ({ sha: script.sha, keys, args })));
     } catch (error) {
       return calls.map(({ lock }) => ({ status: 'rejected', reason: this.#wrap(error, lock) }));
@@ -111,6 +113,7 @@ export class ScriptRunner {
     bySource: (source: string) => Promise<readonly [unknown, number]>,
     gaveUp?: GaveUp,
   ): Promise<readonly [Result, number]> {
+    await this.#connected(lock, gaveUp);
     let reply: readonly [unknown, number];
     try {
       reply = await bySha(script.sha);
@@ -124,6 +127,23 @@ export class ScriptRunner {
       }
     }
     return [parsed(script, reply[0], lock), reply[1]];
+  }
+
+  /**
+   * Until the client is first seen connected, waits for it to connect; when it fails to, throws
+   * `RedisUnavailableError` naming the address and why (its own error the cause). Nothing is sent
+   * meanwhile: a call left in the client's offline queue would run whenever it connects, after its
+   * caller has moved on (and after `gaveUp`, it is not sent at all).
+   */
+  async #connected(lock: string | undefined, gaveUp?: GaveUp): Promise<void> {
+    const connecting = this.connection.firstConnection();
+    if (connecting === undefined) return;
+    try {
+      await connecting;
+    } catch (error) {
+      throw new RedisUnavailableError(lock, error, `cannot reach ${this.connection.address}: ${describeConnectError(error)}`);
+    }
+    if (gaveUp?.aborted === true) throw new RedisUnavailableError(lock, undefined, 'the call was given up on before the client connected');
   }
 
   /** As {@link wrap}, noting whether the client was closed for good (then no wait tries again). */
