@@ -10,6 +10,7 @@ import type { GaveUp } from '../topology/topology.js';
 import { describeConnectError } from './connect-errors.js';
 import type { Arg, CommandConnection, Settled, WaitFor } from './connection.js';
 import { isPassingReply, noteClientState } from './transient.js';
+import { formatMs } from '../../../durations.js';
 
 /** A script and how to read its reply. */
 export interface Script<Result> {
@@ -46,7 +47,7 @@ export class ScriptRunner {
 
   /** The error for a call that had no reply within `ms`; its cause says what the client's connection was doing. */
   noReply(lock: string | undefined, ms: number): RedisUnavailableError {
-    const cause = new Error(`no reply from Redis within ${Math.round(ms)} ms (the client's connection is ${this.connection.status})`);
+    const cause = new Error(`no reply from Redis within ${formatMs(ms)} (the client's connection is ${this.connection.status})`);
     return new RedisUnavailableError(lock, cause);
   }
 
