@@ -45,7 +45,7 @@ interface ConnectionManagerLike {
 
 function managerOf(client: Client): ConnectionManagerLike | undefined {
   const manager = (client as unknown as { connectionManager?: unknown }).connectionManager;
-  return typeof manager === 'object' && manager !== null ? (manager as ConnectionManagerLike) : undefined;
+  return typeof manager === 'object' && manager !== null ? manager : undefined;
 }
 
 /**
