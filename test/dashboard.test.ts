@@ -74,6 +74,12 @@ describe('the dashboard in a browser', { skip: noChromium }, () => {
     const url = await bin.url;
     assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/$/, 'the first line is the URL');
     const page = await browser.page();
+    // What a user's devtools would show in red: a failed request (the icon's 404) or a script error.
+    const consoleErrors: string[] = [];
+    page.on('console', (message) => {
+      if (message.type() === 'error') consoleErrors.push(`${message.text()} ${message.location().url}`);
+    });
+    page.on('pageerror', (error) => consoleErrors.push(String(error)));
     await page.goto(url);
     const lock = row(page, 'orders:42');
     await lock.waitFor();
@@ -90,6 +96,7 @@ describe('the dashboard in a browser', { skip: noChromium }, () => {
     await lease.release();
     await lock.waitFor({ state: 'detached' });
     await page.locator('#locks-empty').waitFor({ state: 'visible' });
+    assert.deepEqual(consoleErrors, [], 'the page logs no console error');
     await page.close();
 
     process.kill(await bin.pid, 'SIGINT');
@@ -124,7 +131,8 @@ describe('the dashboard in a browser', { skip: noChromium }, () => {
       const page = await fetch(`${base}/admin/locks/`);
       assert.equal(page.status, 200);
       assert.match(page.headers.get('content-security-policy') ?? '', /default-src 'none'/);
-      assert.doesNotMatch(await page.text(), /<script src|<link|https?:\/\/(?!www\.w3\.org)/, 'nothing fetched from elsewhere');
+      // The one link is the inline icon (data:).
+      assert.doesNotMatch(await page.text(), /<script src|<link(?! rel="icon" href="data:)|https?:\/\/(?!www\.w3\.org)/, 'nothing fetched from elsewhere');
       // The server checks the typed name too, and wants the header a cross-site form cannot send.
       const release = (body: object, headers: Record<string, string> = { 'content-type': 'application/json', 'x-padlock-dashboard': '1' }): Promise<Response> =>
         fetch(`${base}/admin/locks/release`, { method: 'POST', headers, body: JSON.stringify(body) });
