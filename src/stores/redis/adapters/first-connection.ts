@@ -28,10 +28,17 @@ export function followFirstConnection(client: ConnectionEvents, state: () => Cli
     waiting?.reject(error);
     waiting = undefined;
   };
+  // Closed by its owner (ioredis and node-redis say `end`): the call goes out, and the client fails
+  // it at once with its own "closed" error.
+  const onEnd = (): void => {
+    waiting?.resolve();
+    waiting = undefined;
+  };
   const onReady = (): void => {
     connected = true;
     client.off?.('error', onError);
     client.off?.('ready', onReady);
+    client.off?.('end', onEnd);
     waiting?.resolve();
     waiting = undefined;
   };
@@ -41,6 +48,7 @@ export function followFirstConnection(client: ConnectionEvents, state: () => Cli
     listening = true;
     client.on('error', onError);
     client.on('ready', onReady);
+    client.on('end', onEnd);
   };
   // From the start: an error the client meets before padlock's first call is the one to name.
   if (state() !== 'ready') listen();
