@@ -2,6 +2,7 @@
  * Every error padlock raises. Each has a stable `code` to switch on and the context a caller needs
  * (the lock's name, how long it waited, which nodes said what).
  */
+import { formatMs } from './durations.js';
 
 /** Stable codes of {@link PadlockError}s. */
 export type PadlockErrorCode =
@@ -51,7 +52,7 @@ export class LockTimeoutError extends PadlockError {
    */
   constructor(lock: string, waitedMs: number, calledFrom?: { readonly stack?: string | undefined }) {
     const waited = Math.round(waitedMs);
-    super(`timed out after ${waited} ms waiting for lock "${lock}"`, lock);
+    super(`timed out after ${formatMs(waited)} waiting for lock "${lock}"`, lock);
     this.waitedMs = waited;
     const frames = calledFrom?.stack?.split('\n').slice(1);
     if (frames !== undefined && frames.length > 0) this.stack = `${this.name}: ${this.message}\n${frames.join('\n')}`;

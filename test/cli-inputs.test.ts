@@ -65,7 +65,7 @@ describe('padlock inspect and list on states that used to mislead', () => {
     }
   });
 
-  it("list shows a mutex with waiters queued through fairMutex as 'mutex (fair)'", async () => {
+  it("list and inspect show a mutex with waiters queued through fairMutex as 'mutex (fair)'", async () => {
     const holderSide = padlockOn(server, { prefix: 'in3' });
     const waiterSide = padlockOn(server, { prefix: 'in3' });
     const admin = connect(server);
@@ -78,6 +78,7 @@ describe('padlock inspect and list on states that used to mislead', () => {
       assert.equal(listed.code, 0, listed.stderr);
       assert.match(listed.stdout, /^fair:1 +mutex \(fair\) /m);
       assert.match(listed.stdout, /^plain:1 +mutex /m);
+      assert.match((await run('in3', 'inspect', 'fair:1')).stdout, /^lock +fair:1 · mutex \(fair\)$/m);
       await lease.release();
       await (await waiting).release();
       await plain.release();

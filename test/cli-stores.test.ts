@@ -132,11 +132,11 @@ function operatorCommands(name: string, start: () => Promise<StoreUnderTest>): v
 
         const text = await runBin(['inspect', 'order:42', '--prefix', 'insp', ...store.flag]);
         assert.equal(text.code, 0, text.stderr);
-        assert.match(text.stdout, /^lock +order:42 \(mutex\)$/m);
+        assert.match(text.stdout, /^lock +order:42 · mutex$/m);
         assert.match(text.stdout, new RegExp(`^state +held by ${lease.owner} \\(2 holds\\), fence ${lease.fence}`, 'm'));
         assert.match(text.stdout, /^queue +1 waiting$/m);
         assert.match(text.stdout, new RegExp(`^ +1 +${waiterOwner} +mutex `, 'm'), 'the waiter is listed');
-        assert.match(text.stdout, /^lock +order:42 \(semaphore\)$/m);
+        assert.match(text.stdout, /^lock +order:42 · semaphore$/m);
         assert.doesNotMatch(text.stdout, /^keys$/m, 'a store has no keys to show');
         assert.doesNotMatch(text.stdout, /dead/, 'a participant lives as long as its session or lease: no heartbeat to miss');
 

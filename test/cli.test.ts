@@ -160,7 +160,7 @@ describe('padlock inspect', () => {
 
     const text = await run('insp1', 'inspect', 'job:{a}');
     assert.equal(text.code, 0, text.stderr);
-    assert.match(text.stdout, /^lock +job:\{a\} \(mutex\)$/m);
+    assert.match(text.stdout, /^lock +job:\{a\} · mutex$/m);
     assert.match(text.stdout, new RegExp(`^state +held by ${lease.owner} \\(1 hold\\), fence ${lease.fence}, \\d+\\.\\d s left$`, 'm'));
     assert.match(text.stdout, new RegExp(`^queue +1 waiting; the longest-queued for ${DURATION}$`, 'm'));
     assert.match(text.stdout, new RegExp(`^ +1 +${waiter.owner} +mutex +${redisInternals(waiterSide).clientId} +${DURATION} +live, ${DURATION} to spare$`, 'm'));

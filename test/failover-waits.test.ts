@@ -16,6 +16,10 @@ import { inflict, recover } from './harness/faults.js';
 import { parseLock } from './harness/lock-state.js';
 import type { RedisClient } from '../src/stores/redis/adapters/clients.js';
 import type { PadlockOptions } from '../src/options.js';
+import { monotonicNow } from '../src/clock.js';
+import { freePort } from '../src/devserver/redis-server.js';
+import type { UnreachedReport } from './fixtures/unreached-redis.js';
+import { firstMessage, forkFixture } from './harness/children.js';
 
 /** At most this many `error` events for one outage (a few distinct failures, never a stream). */
 const MAX_ERROR_EVENTS = 3;
@@ -183,12 +187,45 @@ describe('a hard failure is not ridden through', () => {
     assert.ok(Date.now() - started < 30_000, `the wait ended after ${Date.now() - started} ms`);
   });
 
-  it('a Padlock that never reached Redis (nothing listens on the port) fails its first wait within replyTimeoutMs, not at waitMs', async () => {
+  // One client library per adapter (ioredis and iovalkey share one; node-redis's client another),
+  // each in a process of its own: nothing of padlock's may keep it alive once the client is closed.
+  for (const library of ['ioredis', 'node-redis'] as const) {
+    it(`a Padlock that never reached Redis (nothing listens on the port), ${library}: each wait fails at once naming the address and the refusal, close() is immediate, the process exits by itself`, async () => {
+      const port = await freePort();
+      const child = forkFixture('unreached-redis', [library, String(port)]);
+      const exited = new Promise<number>((resolve) => child.once('exit', () => resolve(monotonicNow())));
+      const report = await firstMessage<UnreachedReport>(child);
+      const reportedAt = monotonicNow();
+      const summary = JSON.stringify(report);
+      assert.equal(report.calls.length, 2, summary);
+      for (const call of report.calls) {
+        assert.equal(call.name, 'RedisUnavailableError', summary);
+        // Refused: at once, not at waitMs (1 s), nor at replyTimeoutMs.
+        assert.ok(call.ms < 500, summary);
+        assert.match(call.message, new RegExp(`cannot reach 127\\.0\\.0\\.1:${port}: connection refused`), summary);
+        assert.equal(call.causeCode, 'ECONNREFUSED', summary);
+        assert.match(call.causeMessage, new RegExp(`127\\.0\\.0\\.1:${port}`), summary);
+      }
+      assert.ok(report.closeMs < 200, summary);
+      const exitMs = (await exited) - reportedAt;
+      assert.ok(exitMs < 1_500, `the process exited ${Math.round(exitMs)} ms after closing`);
+    });
+  }
+
+  it('a Padlock whose server never answered (stopped before the client connected): the wait fails within its bound, and close() does not wait for the unanswered write', async () => {
     const server = await startServer();
-    await server.kill();
-    const { padlock } = padlockOn(connect(server), {});
-    const started = Date.now();
-    await assert.rejects(padlock.mutex('failover:never').acquire({ waitMs: 60_000 }), (e: unknown) => e instanceof RedisUnavailableError);
-    assert.ok(Date.now() - started < 30_000, `the wait ended after ${Date.now() - started} ms`);
+    await inflict(server, 'pause');
+    try {
+      // The liveness write's own bound (replyTimeoutMs, 5 s) outlasts the wait's (its grace, 1 s).
+      const { padlock } = padlockOn(connect(server), {});
+      const started = monotonicNow();
+      await assert.rejects(padlock.mutex('failover:silent').acquire({ waitMs: 500 }), (e: unknown) => e instanceof RedisUnavailableError);
+      assert.ok(monotonicNow() - started < 1_000 + 500, `the wait ended after ${Math.round(monotonicNow() - started)} ms`);
+      const closing = monotonicNow();
+      await padlock.close();
+      assert.ok(monotonicNow() - closing < 200, `close() took ${Math.round(monotonicNow() - closing)} ms`);
+    } finally {
+      await recover(server, 'pause');
+    }
   });
 });

@@ -289,9 +289,12 @@ describe('a dead holder (SIGKILL) with a 60 s lease', () => {
     assert.equal(report.reaped, 1);
     const next = await waiting;
     assert.ok(next.fence > held.fence);
+    // A semaphore held beside it: `list` counts it, reap leaves it alone and says so.
+    const permit = await waiter.semaphore('beside:cli', 2).acquire();
     const after = await reap('rp1');
     assert.equal(after.code, 0, after.stderr);
-    assert.equal(after.stdout, "1 held lock under prefix 'rp1': 0 reaped, 1 held by live clients.\n");
+    assert.equal(after.stdout, "1 held mutex under prefix 'rp1' (and 1 held read/write lock or semaphore, which reap leaves alone): 0 reaped, 1 held by live clients.\n");
+    await permit.release();
     await next.release();
   });
 

@@ -6,11 +6,13 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import zookeeper from 'node-zookeeper-client';
 import type { Client } from 'node-zookeeper-client';
-import { LockLostError, LockTimeoutError, LockUpgradeError, Padlock, PadlockOptionError, ZooKeeperSessionExpiredError, type Lease } from '../src/index.js';
+import { freePort } from '../src/devserver/redis-server.js';
+import { LockLostError, LockTimeoutError, LockUpgradeError, Padlock, PadlockOptionError, ZooKeeperSessionExpiredError, ZooKeeperUnavailableError, type Lease } from '../src/index.js';
 import { delay, eventually } from './harness/redis.js';
 import { fourLetters, startZooKeeper, type Ensemble } from './harness/zookeeper.js';
-import { closeClient, connected, zooKeeperClient, zooKeeperLeftovers } from './harness/zookeeper-store-target.js';
+import { closeClient, connected, TEST_SESSION_TIMEOUT_MS, zooKeeperClient, zooKeeperLeftovers } from './harness/zookeeper-store-target.js';
 
 const clients: Client[] = [];
 const padlocks: Padlock[] = [];
@@ -68,6 +70,34 @@ describe('padlock on ZooKeeper (standalone)', { timeout: 60_000 }, () => {
     };
     assert.ok(refused({ zookeeper: reader, zookeeperFactory: 'host:2181' }), 'not a function');
     assert.ok(refused({ redis: {}, zookeeperFactory: () => reader }), 'without zookeeper');
+  });
+
+  it('connects a client its owner never connected (no client.connect()); an address nothing listens on fails naming it, in whole ms; the client\'s own close() after either does not crash', async () => {
+    // As a new user writes it: createClient, new Padlock, and close both in `finally`.
+    const client = zookeeper.createClient(ensemble.connectString, { sessionTimeout: TEST_SESSION_TIMEOUT_MS, spinDelay: 100 });
+    const padlock = new Padlock({ zookeeper: client });
+    try {
+      const lease = await padlock.mutex('zs:never-connected').acquire({ waitMs: 5_000 });
+      assert.ok(lease.fence > 0);
+      await lease.release();
+    } finally {
+      await padlock.close();
+      client.close();
+    }
+    const port = await freePort();
+    const nowhere = zookeeper.createClient(`127.0.0.1:${port}`, { sessionTimeout: TEST_SESSION_TIMEOUT_MS, spinDelay: 100 });
+    const lost = new Padlock({ zookeeper: nowhere, replyTimeoutMs: 1_000 });
+    try {
+      await assert.rejects(lost.mutex('zs:nowhere').acquire({ waitMs: 200 }), (error: unknown) => {
+        assert.ok(error instanceof ZooKeeperUnavailableError, String(error));
+        assert.match(error.message, new RegExp(`no session with ZooKeeper at 127\\.0\\.0\\.1:${port} within \\d+ ms: the client never connected`));
+        return true;
+      });
+    } finally {
+      await lost.close();
+      nowhere.close();
+    }
+    await delay(300); // the client's close request is written on a later tick: a crash would come then
   });
 
   it('excludes across Padlocks, serves waiters in arrival order with strictly increasing fences; tryAcquire → null, waitMs → LockTimeoutError', async () => {

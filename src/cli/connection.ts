@@ -15,7 +15,8 @@ import type { ScanNode } from '../inspection.js';
 import { connectionFor, type RedisClient } from '../stores/redis/adapters/clients.js';
 import { loadClientLibrary, type CliClient, type SentinelTarget } from './client-library.js';
 import { CliError, firstLine, usageError } from './errors.js';
-import { checkRedisUrl, CONNECT_TIMEOUT_MS, describeConnectError, redactUrl } from './redis-target.js';
+import { describeConnectError } from '../stores/redis/adapters/connect-errors.js';
+import { checkRedisUrl, CONNECT_TIMEOUT_MS, redactUrl } from './redis-target.js';
 
 /** The shape of Redis a command talks to. */
 export type TopologyName = 'server' | 'sentinel' | 'cluster';

@@ -6,7 +6,7 @@
  */
 import type { Command as CommanderCommand } from 'commander';
 import { lockStateOf } from '../catalog.js';
-import { LockReaper, type HolderLiveness, type LockState } from '../inspection.js';
+import { kindLabel, LockReaper, type HolderLiveness, type LockState } from '../inspection.js';
 import { checkName } from '../options.js';
 import { connectionFor } from '../stores/redis/adapters/clients.js';
 import type { CommandContext } from './command.js';
@@ -195,7 +195,8 @@ export function describeLock(lock: InspectedLock, c: Colors, options: DescribeOp
       : `${lock.waiting} waiting${dead > 0 ? `, ${dead} dead (skipped at the next handoff)` : ''}` +
         (lock.oldestWaitMs === null ? '' : `; the longest-queued for ${duration(lock.oldestWaitMs)}`);
   const lines = [
-    `${label('lock')}${lock.name} (${lock.kind})`,
+    // The kind in list's words (`mutex (fair)` when waiters queued through fairMutex); a semaphore's permits have their own line.
+    `${label('lock')}${lock.name} · ${lock.permits === undefined ? kindLabel(lock) : lock.kind}`,
     `${label('state')}${lock.held ? holdLine(lock) : c.dim('free')}`,
     ...(lock.permits === undefined ? [] : [`${label('permits')}${lock.permits.used} held of ${lock.permits.limit ?? c.dim("the code's limit (none stored)")}`]),
     // A read/write lock's holds record no clients (on Redis); a store's holder lives by its session or lease.

@@ -56,8 +56,10 @@ export interface ReapReport {
   readonly prefix: string;
   readonly pattern: string;
   readonly dryRun: boolean;
-  /** Held locks looked at. */
+  /** Held mutexes looked at (reap frees mutexes only). */
   readonly checked: number;
+  /** Held read/write locks and semaphores, left alone (their holds record no clients, or expire by themselves). */
+  readonly otherKinds: number;
   /** Locks freed (with `--dry-run`: that would have been). */
   readonly reaped: number;
   /** Every held lock looked at, sorted by name. */
@@ -128,7 +130,8 @@ function untilLost<T>(work: Promise<T>, lost: LostSignal): Promise<T> {
 /** One round: every held lock matching `pattern` read, and each whose holder is dead reaped (or, dry, named). */
 async function round(session: Session, reaper: LockReaper, pattern: string, dryRun: boolean): Promise<ReapReport> {
   // Mutexes only: a read/write lock's holds record no clients, a semaphore's holds expire on their own.
-  const held = (await readList(session, pattern, false)).filter((lock) => lock.held && lock.kind === 'mutex');
+  const all = (await readList(session, pattern, false)).filter((lock) => lock.held);
+  const held = all.filter((lock) => lock.kind === 'mutex');
   const locks: ReapedLock[] = [];
   try {
     for (const lock of held) locks.push(entry(lock, dryRun ? await dryOutcome(reaper, lock) : await reaper.reap(lock)));
@@ -142,6 +145,7 @@ async function round(session: Session, reaper: LockReaper, pattern: string, dryR
     pattern,
     dryRun,
     checked: locks.length,
+    otherKinds: all.length - held.length,
     reaped: locks.filter((l) => l.outcome === 'reaped' || l.outcome === 'dead').length,
     locks,
   };
@@ -177,7 +181,9 @@ export function describeRound(report: ReapReport, c: Colors, timed: boolean): st
     ...(count('changed') > 0 ? [`${count('changed')} released meanwhile`] : []),
   ];
   const pattern = report.pattern === '*' ? '' : ` matching '${report.pattern}'`;
-  lines.push(`${plural(report.checked, 'held lock')}${pattern} under prefix '${report.prefix}': ${parts.join(', ')}.`);
+  // Mutexes only, as `list` would count them too: say what else is held and left alone.
+  const others = report.otherKinds > 0 ? ` (and ${plural(report.otherKinds, 'held read/write lock or semaphore', 'held read/write locks or semaphores')}, which reap leaves alone)` : '';
+  lines.push(`${plural(report.checked, 'held mutex', 'held mutexes')}${pattern} under prefix '${report.prefix}'${others}: ${parts.join(', ')}.`);
   return lines.join('\n');
 }
 

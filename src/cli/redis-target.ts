@@ -5,6 +5,7 @@
  */
 import { RedisServerStartError, startRedisServer, type RedisServer } from '../devserver/redis-server.js';
 import { loadClientLibrary, type CliClient } from './client-library.js';
+import { describeConnectError } from '../stores/redis/adapters/connect-errors.js';
 import { CliError, firstLine, usageError } from './errors.js';
 
 /** How long connecting and the first PING may take before Redis counts as unreachable. */
@@ -101,26 +102,6 @@ export async function connectRedis(target: Pick<RedisTarget, 'url' | 'displayUrl
   } finally {
     clearTimeout(timer);
   }
-}
-
-/** A client's connection error in a few words (refused, unknown host, timed out, …). */
-export function describeConnectError(error: unknown): string {
-  const code = (error as { code?: unknown }).code;
-  const message = firstLine(error);
-  if (code === 'ECONNREFUSED') return 'connection refused (is redis-server running there?)';
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'unknown host';
-  if (code === 'ETIMEDOUT' || /ETIMEDOUT/.test(message)) return 'connection timed out';
-  if (/DB index is out of range/.test(message)) return `the server has not the database the URL names (${message})`;
-  // redis-parser (ioredis 5, iovalkey) says "Protocol error", the RESP decoders of ioredis 6 and node-redis "Unknown RESP type".
-  if (/Protocol error|Unknown RESP type|is it a Redis server/.test(message)) return 'the server there is not a Redis server: it does not speak the Redis protocol (wrong port?)';
-  const sentinels = /All sentinels are unreachable.*?(?:Last error: (.*))?$/.exec(message);
-  if (sentinels !== null) {
-    const last = sentinels[1]?.trim() ?? '';
-    return last === '' || /Connection is closed/.test(last) ? 'no sentinel answered (is redis-sentinel running there?)' : `the sentinels answered: ${last}`;
-  }
-  if (/max retries per request/.test(message)) return 'the connection dropped and could not be made again';
-  if (/Connection is closed/.test(message)) return 'the connection was closed before Redis answered';
-  return message;
 }
 
 /** The server's `redis_version`, or `'?'`. */

@@ -120,8 +120,13 @@ const SCRIPT = String.raw`
       bar.appendChild(title);
       root.appendChild(bar);
     });
-    [0, 6, 9, n - 1].forEach(function (i) {
-      var t = svg('text', { x: (left + i * slot + slot / 2).toFixed(1), y: height - 4, 'text-anchor': i === 0 ? 'start' : i === n - 1 ? 'end' : 'middle' });
+    // Each label names the bar its tick marks (its upper bound). "> 5 min", ending at the right
+    // edge, is wider than its bar: the 30 s bar gets a label and tick of its own, so that a bar near
+    // the end is not read as "> 5 min".
+    [0, 6, 9, 13, n - 1].forEach(function (i) {
+      var centre = left + i * slot + slot / 2;
+      root.appendChild(svg('line', { x1: centre.toFixed(1), x2: centre.toFixed(1), y1: height - bottom, y2: height - bottom + 3, 'class': 'axis' }));
+      var t = svg('text', { x: (i === 0 ? left + 1 : i === n - 1 ? width - left : centre).toFixed(1), y: height - 4, 'text-anchor': i === 0 ? 'start' : i === n - 1 ? 'end' : 'middle' });
       t.textContent = i < BUCKETS.length ? ms(BUCKETS[i]) : '> ' + ms(BUCKETS[BUCKETS.length - 1]);
       root.appendChild(t);
     });

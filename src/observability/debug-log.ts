@@ -84,6 +84,7 @@ export function loggedConnection(connection: CommandConnection): CommandConnecti
     openSubscriber: () => connection.openSubscriber(),
     isReplyError: (error: unknown) => connection.isReplyError(error),
     session: () => connection.session(),
+    firstConnection: () => connection.firstConnection(),
     isCluster: connection.isCluster,
     shardedPubSub: connection.shardedPubSub,
     get status() {

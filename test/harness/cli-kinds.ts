@@ -84,7 +84,7 @@ export async function readWriteScenario(s: KindsScenario): Promise<void> {
   assert.deepEqual(full.keys.map((k) => [k.role, k.type, k.exists]), [['rw', 'hash', true], ['rwleases', 'zset', true], ['rwqueue', 'list', true]]);
   assert.ok(full.keys.every((k) => k.ttlMs !== null && k.ttlMs > 0), 'every key expires');
   const shown = await s.run('inspect', 'doc');
-  assert.match(shown.stdout, /^lock +doc \(readWrite\)$/m);
+  assert.match(shown.stdout, /^lock +doc · readWrite$/m);
   assert.match(shown.stdout, new RegExp(`^ +1 +\\S+ +write +${redisInternals(w).clientId} `, 'm'));
 
   const reaped = await json<ReapReport>(s, 'reap', '--dry-run');

@@ -25,6 +25,7 @@ import { EtcdMutex } from './etcd-mutex.js';
 import { etcdReadWrite } from './etcd-read-write.js';
 import { EtcdSemaphore } from './etcd-semaphore.js';
 import { LeaseClock, lostReason, type LeaseLoss } from './lease-clock.js';
+import { formatMs } from '../../durations.js';
 
 /** The etcd options a Padlock was given, resolved. */
 export interface EtcdStoreOptions {
@@ -67,7 +68,7 @@ export class EtcdStore implements Store {
   }
 
   noReply(lock: string | undefined, ms: number): EtcdUnavailableError {
-    return new EtcdUnavailableError(lock, undefined, `no reply within ${ms} ms`);
+    return new EtcdUnavailableError(lock, undefined, `no reply within ${formatMs(ms)}`);
   }
 
   /** Every kind is served (multi: in canonical order, see docs/etcd.md). */

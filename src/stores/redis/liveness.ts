@@ -106,8 +106,10 @@ export class Liveness {
     if (this.#closed) return;
     this.#closed = true;
     this.#stop();
-    // Nothing was ever written: nothing to delete (a Padlock that never locked sends nothing).
-    if (this.#until === -Infinity && this.#writing === undefined) return;
+    // Never written (a Padlock that never locked sends nothing), or never answered (a Redis never
+    // reached): nothing to delete. A write still in flight is not waited for: the key it may leave
+    // runs out by itself, and no hold names this client (a grant waits for the key's first write).
+    if (this.#until === -Infinity) return;
     const written = this.#writing ?? Promise.resolve();
     await settleWithin(
       written.catch(() => undefined).then(() => this.#host.topology.run(livenessCall(this.key, 0))),

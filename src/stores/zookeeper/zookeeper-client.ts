@@ -36,6 +36,36 @@ export function creationZxid(stat: Stat): number {
   return stat.czxid.readUInt32BE(0) * 2 ** 32 + stat.czxid.readUInt32BE(4);
 }
 
+/** node-zookeeper-client 1.x's connection manager, as far as padlock reads it (its public API says neither). */
+interface ConnectionManagerLike {
+  /** 0 (DISCONNECTED) until `connect()` is first called; `getState()` says DISCONNECTED while connecting too. */
+  readonly state?: unknown;
+  readonly connectionStringParser?: { getConnectionString?(): unknown };
+}
+
+function managerOf(client: Client): ConnectionManagerLike | undefined {
+  const manager = (client as unknown as { connectionManager?: unknown }).connectionManager;
+  return typeof manager === 'object' && manager !== null ? manager : undefined;
+}
+
+/**
+ * Connects `client` if its owner never called `connect()`: padlock takes a client "connected or not
+ * yet", and one never connected would leave every call unanswered, then crash in the client's own
+ * `close()` (it writes the close request to a socket it never opened).
+ */
+export function connectIfNeverConnected(client: Client): void {
+  const manager = managerOf(client);
+  // Between two attempts the manager passes through 0 and connects again in the same tick: from
+  // here, 0 means connect() was never called. A client of another shape is left as it is.
+  if (manager?.state === 0 && client.getState().name === 'DISCONNECTED') client.connect();
+}
+
+/** The connect string `client` was made with (`host:port,…[/chroot]`), for messages; `undefined` where it cannot be read. */
+export function connectStringOf(client: Client): string | undefined {
+  const text = managerOf(client)?.connectionStringParser?.getConnectionString?.();
+  return typeof text === 'string' ? text : undefined;
+}
+
 /** No reply within the session's time-out: a lost connection, as the recipes read it ({@link zkCode}). */
 class LostReply extends Error {
   constructor() {

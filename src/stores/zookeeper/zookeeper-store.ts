@@ -24,13 +24,14 @@ import type { LockKindName, Store, StoreHost } from '../../store.js';
 import { SWEEP_EVERY_MS, sweepAbandonedLocks } from './abandoned-locks.js';
 import { ZooKeeperCatalog } from './zookeeper-catalog.js';
 import { SessionClock, type SessionLoss } from './session-clock.js';
-import { ZK, zkCode, ZooKeeperOps } from './zookeeper-client.js';
+import { connectIfNeverConnected, connectStringOf, ZK, zkCode, ZooKeeperOps } from './zookeeper-client.js';
 import { checkZooKeeperClient, type ZooKeeperClientLike } from './zookeeper-client-like.js';
 import { lockPath, ZooKeeperLock } from './zookeeper-lock.js';
 import { ZooKeeperKind } from './zookeeper-kind.js';
 import { ZooKeeperMutex } from './zookeeper-mutex.js';
 import { zooKeeperReadWrite } from './zookeeper-read-write.js';
 import { ZooKeeperSemaphore } from './zookeeper-semaphore.js';
+import { formatMs } from '../../durations.js';
 
 /** The ZooKeeper options a Padlock was given, resolved. */
 export interface ZooKeeperStoreOptions {
@@ -109,11 +110,17 @@ export class ZooKeeperStore implements Store {
     this.replyTimeoutMs = options.replyTimeoutMs;
     this.#connected = this.#awaitConnection();
     this.#attach(this.#client);
+    if (this.#client.getState().name !== 'SYNC_CONNECTED') connectIfNeverConnected(this.#client);
   }
 
   noReply(lock: string | undefined, ms: number): ZooKeeperUnavailableError {
     if (this.#between || this.#expired) return this.#gone(lock ?? '');
-    return new ZooKeeperUnavailableError(lock, undefined, `no reply within ${ms} ms`);
+    // Never connected: the call was waiting for a session, not for a reply (a wrong address, a server not started).
+    if (this.#clock === undefined) {
+      const where = connectStringOf(this.#client);
+      return new ZooKeeperUnavailableError(lock, undefined, `no session with ZooKeeper${where === undefined ? '' : ` at ${where}`} within ${formatMs(ms)}: the client never connected (is ZooKeeper running there?)`);
+    }
+    return new ZooKeeperUnavailableError(lock, undefined, `no reply within ${formatMs(ms)}`);
   }
 
   /**
@@ -470,7 +477,7 @@ export class ZooKeeperStore implements Store {
   #sessionLost(loss: SessionLoss): void {
     if (this.#closed) return;
     const timeout = this.#client.getSessionTimeout();
-    const cause = new ZooKeeperUnavailableError(undefined, undefined, loss === 'expired' ? 'the session expired' : `no answer within the session time-out (${timeout} ms, less ${driftMs(timeout)} ms of drift)`);
+    const cause = new ZooKeeperUnavailableError(undefined, undefined, loss === 'expired' ? 'the session expired' : `no answer within the session time-out (${formatMs(timeout)}, less ${formatMs(driftMs(timeout))} of drift)`);
     if (loss === 'expired') {
       this.#sessionExpired();
     } else {

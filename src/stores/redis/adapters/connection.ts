@@ -52,6 +52,14 @@ export interface CommandConnection {
    * object read at the send came from the process that was listening then.
    */
   session(): object | undefined;
+  /**
+   * Until the client is first seen connected: `undefined` once it is (or where the client cannot
+   * tell, or connects only when sent a command); else a promise that resolves when it connects and
+   * rejects with its connection error (ECONNREFUSED, an unknown host, …) when it fails: at once with
+   * the last one, if it failed already. So a Padlock whose client never reached Redis fails its
+   * calls at once, naming why, instead of leaving them in the client's offline queue.
+   */
+  firstConnection(): Promise<void> | undefined;
   /** The client's connection state, in its own words (ioredis: `ready`, `reconnecting`, …), for error messages. */
   readonly status: string;
   /** Where it connects, for messages (`host:port`). */

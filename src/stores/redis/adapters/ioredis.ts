@@ -4,6 +4,7 @@
  * calls, so that nothing here needs either package installed.
  */
 import type { Arg, CommandConnection, Settled, SubscriberConnection, WaitFor } from './connection.js';
+import { followFirstConnection, type ClientState } from './first-connection.js';
 import { keySlot } from './slot.js';
 
 /** What padlock calls on an ioredis-family `Redis` or `Cluster` (the promise forms of its commands). */
@@ -33,6 +34,7 @@ export interface IoredisFamilyClient {
   ssubscribe(channel: string): Promise<unknown>;
   sunsubscribe(channel: string): Promise<unknown>;
   on(event: string, listener: (...args: never[]) => void): unknown;
+  off?(event: string, listener: (...args: never[]) => void): unknown;
   disconnect(): void;
 }
 
@@ -65,6 +67,7 @@ export function fromIoredis(value: object): CommandConnection {
   // Read on every call (the eviction check follows a Sentinel failover by it): made once where it
   // cannot change, so that a call costs no string.
   const fixedAddress = cluster ? 'a Redis Cluster' : followsSentinel(client) ? undefined : addressOf(client);
+  const firstConnection = followFirstConnection(client, () => stateOf(client.status));
   return {
     evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
     eval: (source, keys, args) => client.eval(source, keys.length, ...keys, ...args),
@@ -101,10 +104,20 @@ export function fromIoredis(value: object): CommandConnection {
     get address() {
       return fixedAddress ?? addressOf(client);
     },
+    firstConnection,
     get status() {
       return client.status;
     },
   };
+}
+
+/**
+ * An ioredis status as a {@link ClientState}: `wait` (lazyConnect: the first command connects) and
+ * `end` (closed for good: a call fails at once by itself) are neither connected nor connecting.
+ */
+function stateOf(status: string): ClientState {
+  if (status === 'ready' || status === 'monitoring') return 'ready';
+  return status === 'wait' || status === 'end' ? 'idle' : 'connecting';
 }
 
 /** `host:port` of a `Redis`'s server: in Sentinel mode the primary it is connected to now (its options name none). */

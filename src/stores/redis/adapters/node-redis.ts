@@ -19,6 +19,7 @@
 import type { Arg, CommandConnection, SubscriberConnection, WaitFor } from './connection.js';
 import { settleAll } from './connection.js';
 import { bound } from '../../../clock.js';
+import { followFirstConnection, type ClientState } from './first-connection.js';
 import { keySlot } from './slot.js';
 
 /** A listener of node-redis pub/sub: message first, then channel. */
@@ -27,6 +28,7 @@ type PubSubListener = (message: string, channel: string) => void;
 interface NodeRedisCommon {
   readonly isOpen: boolean;
   on(event: string, listener: (...args: never[]) => void): unknown;
+  off?(event: string, listener: (...args: never[]) => void): unknown;
 }
 
 /** A node-redis client (`createClient`). */
@@ -117,6 +119,15 @@ function statusOf(client: { readonly isOpen: boolean; readonly isReady?: boolean
   return client.isReady ? 'ready' : 'reconnecting';
 }
 
+/**
+ * A node-redis connection as a {@link ClientState}: one opened (`connect()` called) but not ready is
+ * connecting; a cluster, which does not say whether it is ready, counts as connected.
+ */
+function stateOf(client: { readonly isOpen: boolean; readonly isReady?: boolean }): ClientState {
+  if (!client.isOpen) return 'idle';
+  return client.isReady === false ? 'connecting' : 'ready';
+}
+
 /** `host:port` of a client's server, from its options (never the URL itself: it may hold a password). */
 function addressOf(client: NodeRedisClient): string {
   const socket = client.options?.socket;
@@ -169,6 +180,7 @@ function fromClient(client: NodeRedisClient): CommandConnection {
     shardedPubSub: false,
     address: addressOf(client),
     session: noSession,
+    firstConnection: followFirstConnection(client, () => stateOf(client)),
     get status() {
       return statusOf(client);
     },
@@ -203,6 +215,7 @@ function fromCluster(cluster: NodeRedisCluster): CommandConnection {
     shardedPubSub: true,
     address: 'a Redis Cluster',
     session: noSession,
+    firstConnection: followFirstConnection(cluster, () => stateOf(cluster)),
     get status() {
       return statusOf(cluster);
     },
@@ -236,6 +249,7 @@ function fromSentinel(sentinel: NodeRedisSentinel): CommandConnection {
       return master === undefined ? 'a Sentinel-managed primary' : `${master.host}:${master.port}`;
     },
     session: noSession,
+    firstConnection: followFirstConnection(sentinel, () => stateOf(sentinel)),
     get status() {
       return statusOf(sentinel);
     },

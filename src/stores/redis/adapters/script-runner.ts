@@ -7,8 +7,10 @@ import { createHash } from 'node:crypto';
 import { PadlockError, RedisCommandError, RedisUnavailableError } from '../../../errors.js';
 import { debugEnabled, knownScripts, loggedConnection } from '../../../observability/debug-log.js';
 import type { GaveUp } from '../topology/topology.js';
+import { describeConnectError } from './connect-errors.js';
 import type { Arg, CommandConnection, Settled, WaitFor } from './connection.js';
 import { isPassingReply, noteClientState } from './transient.js';
+import { formatMs } from '../../../durations.js';
 
 /** A script and how to read its reply. */
 export interface Script<Result> {
@@ -45,7 +47,7 @@ export class ScriptRunner {
 
   /** The error for a call that had no reply within `ms`; its cause says what the client's connection was doing. */
   noReply(lock: string | undefined, ms: number): RedisUnavailableError {
-    const cause = new Error(`no reply from Redis within ${Math.round(ms)} ms (the client's connection is ${this.connection.status})`);
+    const cause = new Error(`no reply from Redis within ${formatMs(ms)} (the client's connection is ${this.connection.status})`);
     return new RedisUnavailableError(lock, cause);
   }
 
@@ -84,6 +86,7 @@ export class ScriptRunner {
   async sendMany<Result>(calls: readonly ScriptSend<Result>[]): Promise<PromiseSettledResult<Result>[]> {
     let settled: readonly Settled[];
     try {
+      await this.#connected(undefined);
       settled = await this.connection.evalshaMany(calls.map(({ script, keys, args }) => ({ sha: script.sha, keys, args })));
     } catch (error) {
       return calls.map(({ lock }) => ({ status: 'rejected', reason: this.#wrap(error, lock) }));
@@ -111,6 +114,7 @@ export class ScriptRunner {
     bySource: (source: string) => Promise<readonly [unknown, number]>,
     gaveUp?: GaveUp,
   ): Promise<readonly [Result, number]> {
+    await this.#connected(lock, gaveUp);
     let reply: readonly [unknown, number];
     try {
       reply = await bySha(script.sha);
@@ -124,6 +128,23 @@ export class ScriptRunner {
       }
     }
     return [parsed(script, reply[0], lock), reply[1]];
+  }
+
+  /**
+   * Until the client is first seen connected, waits for it to connect; when it fails to, throws
+   * `RedisUnavailableError` naming the address and why (its own error the cause). Nothing is sent
+   * meanwhile: a call left in the client's offline queue would run whenever it connects, after its
+   * caller has moved on (and after `gaveUp`, it is not sent at all).
+   */
+  async #connected(lock: string | undefined, gaveUp?: GaveUp): Promise<void> {
+    const connecting = this.connection.firstConnection();
+    if (connecting === undefined) return;
+    try {
+      await connecting;
+    } catch (error) {
+      throw new RedisUnavailableError(lock, error, `cannot reach ${this.connection.address}: ${describeConnectError(error)}`);
+    }
+    if (gaveUp?.aborted === true) throw new RedisUnavailableError(lock, undefined, 'the call was given up on before the client connected');
   }
 
   /** As {@link wrap}, noting whether the client was closed for good (then no wait tries again). */

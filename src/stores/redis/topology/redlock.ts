@@ -29,6 +29,7 @@ import { EvictionPolicyCheck } from '../adapters/eviction-policy.js';
 import { raiseFenceScript, type AcquireReply, type HolderReply, type InspectReply, type ReapReply, type ReleaseReply } from '../scripts/index.js';
 import type { GrantRule, QuorumRule, QuorumRules } from './quorum.js';
 import type { GaveUp, LockKindName, PlainCall, ScriptCall, Topology } from './topology.js';
+import { formatMs } from '../../../durations.js';
 
 /** A master's answer to one call. */
 type Answer<Result> =
@@ -167,7 +168,7 @@ export class Redlock implements Topology {
   }
 
   noReply(lock: string | undefined, ms: number): RedisUnavailableError {
-    return new RedisUnavailableError(lock, new Error(`no majority of the ${this.#masters.length} masters answered within ${Math.round(ms)} ms`));
+    return new RedisUnavailableError(lock, new Error(`no majority of the ${this.#masters.length} masters answered within ${formatMs(ms)}`));
   }
 
   refuses(kind: LockKindName): string | undefined {
@@ -345,7 +346,7 @@ export class Redlock implements Topology {
     try {
       const value = await bound(sent, {
         ms,
-        timeout: () => new RedisUnavailableError(call.lock, new Error(`${node.address}: no reply within ${ms} ms`)),
+        timeout: () => new RedisUnavailableError(call.lock, new Error(`${node.address}: no reply within ${formatMs(ms)}`)),
         late: (late) => {
           if (!covered) this.#undo(node, call, late);
         },
@@ -414,7 +415,7 @@ export class Redlock implements Topology {
   /** Sends a clean-up call to one master, bounded by the reply time-out; its outcome is nobody's (best effort). */
   #sendAside(node: Master, call: PlainCall): void {
     const ms = this.replyTimeoutMs;
-    void bound(node.runner.send(call.script, call.keys, call.args, call.lock), { ms, timeout: () => new Error(`no reply within ${ms} ms`) }).catch(() => undefined);
+    void bound(node.runner.send(call.script, call.keys, call.args, call.lock), { ms, timeout: () => new Error(`no reply within ${formatMs(ms)}`) }).catch(() => undefined);
   }
 
   async #grant(call: ScriptCall<AcquireReply>, rule: GrantRule, answers: readonly Answer<AcquireReply>[], startedAt: number, confirmed?: ReadonlySet<Master>): Promise<AcquireReply> {
