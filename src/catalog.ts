@@ -32,6 +32,8 @@ export interface CatalogLock {
   readonly entries: readonly CatalogEntry[];
   /** A semaphore's stored limit (`null` when none is stored, or another kind). */
   readonly limit: number | null;
+  /** With no stored limit, the one its participants' code passed (`null` when unknown, or another kind). */
+  readonly codeLimit: number | null;
   /** How long its holders' leases surely last (etcd: the holder's lease's TTL); `null` when the store cannot say (ZooKeeper: a session). */
   readonly leaseMs: number | null;
 }
@@ -80,7 +82,7 @@ export function lockStateOf(lock: CatalogLock, waiters = Infinity): LockState {
     fence,
     leaseMs: holding.length > 0 ? lock.leaseMs : null,
     holders,
-    ...(lock.kind === 'semaphore' ? { permits: { used: holding.reduce((sum, entry) => sum + entry.permits, 0), limit: lock.limit } } : {}),
+    ...(lock.kind === 'semaphore' ? { permits: { used: holding.reduce((sum, entry) => sum + entry.permits, 0), limit: lock.limit, codeLimit: lock.codeLimit } } : {}),
     waiting: waiting.length,
     oldestWaitMs: null,
     lastFence: fence,

@@ -68,6 +68,11 @@ export interface PermitsState {
   readonly used: number;
   /** The limit stored by `setPermits`; `null` when none is (the limit is then the `permits` each client's code passes). */
   readonly limit: number | null;
+  /**
+   * With no stored limit, the `permits` the holders' code passed (`semaphore(name, n)`'s n), when the
+   * store knows it and the clients agree; `null` otherwise. Shown, never used to free permits.
+   */
+  readonly codeLimit: number | null;
 }
 
 /** One holder of a lock. */
@@ -250,13 +255,13 @@ export async function scanLockNames(nodes: readonly ScanNode[], prefix: string, 
 }
 
 /**
- * A lock's kind for display: a semaphore's with its permits held of its limit (`?`: not stored); a
+ * A lock's kind for display: a semaphore's with its permits held of its limit (stored, else the code's; `?`: not known); a
  * mutex's as `mutex (fair)` when waiters queued through `fairMutex`. A mutex and a fair mutex of one
  * name are one lock (one key, no record of which kind took it): only the queue's entries say their kind.
  */
 export function kindLabel(lock: LockState): string {
   if (lock.kind === 'mutex' && lock.waiters.some((w) => w.kind === 'fair' && w.alive)) return 'mutex (fair)';
-  return lock.permits === undefined ? lock.kind : `${lock.kind} ${lock.permits.used}/${lock.permits.limit ?? '?'}`;
+  return lock.permits === undefined ? lock.kind : `${lock.kind} ${lock.permits.used}/${lock.permits.limit ?? lock.permits.codeLimit ?? '?'}`;
 }
 
 /** Whether a lock is in use: held, or with live waiters. */
@@ -409,6 +414,11 @@ function readWriteState(protocol: ReadWriteProtocol, reply: ReadWriteInspectRepl
   };
 }
 
+/** The one value every client agreed on, or `null` (none recorded, or clients that disagree). */
+function agreed(values: readonly number[]): number | null {
+  return values.length > 0 && values.every((value) => value === values[0]) ? (values[0] ?? null) : null;
+}
+
 /** Turns semaphore-inspect.lua's detailed reply into a {@link LockState}. */
 function semaphoreState(protocol: SemaphoreProtocol, reply: SemaphoreInspectReply): LockState {
   const d = detailOf(reply.detail, 'semaphore-inspect.lua');
@@ -425,7 +435,7 @@ function semaphoreState(protocol: SemaphoreProtocol, reply: SemaphoreInspectRepl
     fence: held ? Math.max(...d.holders.map((h) => h.fence)) : null,
     leaseMs: held ? Math.max(...d.holders.map((h) => h.expiry)) - d.now : null,
     holders: d.holders.map((h) => ({ owner: h.owner, holdCount: h.count, clients: clientIds(h.clients) ?? null, permits: h.permits, fence: h.fence, leaseMs: h.expiry - d.now })),
-    permits: { used: reply.used, limit: reply.stored ? reply.limit : null },
+    permits: { used: reply.used, limit: reply.stored ? reply.limit : null, codeLimit: reply.stored ? null : agreed(reply.createdWith) },
     ...queueSummary(reply.queued, waiters),
     lastFence: d.lastFence > 0 ? d.lastFence : null,
     waiters,

@@ -80,11 +80,12 @@ function operatorCommands(name: string, start: () => Promise<StoreUnderTest>): v
 
       const all = JSON.parse((await runBin(['list', '--json', '--prefix', 'ops', ...store.flag])).stdout) as ListReport;
       const pool = all.locks.find((l) => l.name === 'pool');
-      assert.deepEqual(pool?.permits?.used, 2);
+      assert.deepEqual(pool?.permits, { used: 2, limit: null, codeLimit: 3 }, "no stored limit: the holder's code's limit is shown");
       assert.deepEqual(all.locks.map((l) => l.name), ['invoice:7', 'other', 'pool']);
 
       const table = await runBin(['list', '--prefix', 'ops', ...store.flag]);
       assert.match(table.stdout, /invoice:7/);
+      assert.match(table.stdout, /pool +semaphore 2\/3 /, 'the limit shown, not 2/?');
 
       // Renewed now: its next renewal is about 10 s away, far past the second it has to be told in.
       await lease.extend(30_000);

@@ -109,7 +109,7 @@ async function inspectOnStore(name: string, flags: InspectFlags, context: Comman
   await withStoreSession(flags, prefix, context, async (session) => {
     // The catalog sorts by name then kind: mutex, readWrite, semaphore, the order Redis's inspect shows.
     const found = (await session.catalog.locks()).filter((lock) => lock.name === name).map((lock) => lockStateOf(lock, flags.waiters));
-    const free = lockStateOf({ kind: 'mutex', name, entries: [], limit: null, leaseMs: null });
+    const free = lockStateOf({ kind: 'mutex', name, entries: [], limit: null, codeLimit: null, leaseMs: null });
     const locks = found.length > 0 ? found : [free];
     if (flags.json === true) {
       const report: InspectReport = { store: session.description, prefix, known: found.length > 0, lock: locks[0] ?? free, locks, servers: [] };
@@ -198,7 +198,7 @@ export function describeLock(lock: InspectedLock, c: Colors, options: DescribeOp
     // The kind in list's words (`mutex (fair)` when waiters queued through fairMutex); a semaphore's permits have their own line.
     `${label('lock')}${lock.name} · ${lock.permits === undefined ? kindLabel(lock) : lock.kind}`,
     `${label('state')}${lock.held ? holdLine(lock) : c.dim('free')}`,
-    ...(lock.permits === undefined ? [] : [`${label('permits')}${lock.permits.used} held of ${lock.permits.limit ?? c.dim("the code's limit (none stored)")}`]),
+    ...(lock.permits === undefined ? [] : [`${label('permits')}${lock.permits.used} held of ${lock.permits.limit ?? (lock.permits.codeLimit === null ? c.dim("the code's limit (none stored)") : `${lock.permits.codeLimit} ${c.dim("(the code's; none stored)")}`)}`]),
     // A read/write lock's holds record no clients (on Redis); a store's holder lives by its session or lease.
     ...(lock.kind === 'readWrite' && !store ? [] : lock.holders.map((h) => `${label('client')}${h.clients === null ? c.dim(store ? 'unknown' : 'unknown (never reaped)') : h.clients.join(', ')}`)),
     ...(lock.holderLiveness === 'dead' ? [`${label('holder')}${c.red('dead')}: every client holding it let its liveness key run out; 'padlock reap' frees it`] : []),

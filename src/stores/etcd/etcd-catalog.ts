@@ -53,7 +53,7 @@ export class EtcdCatalog implements LockCatalog {
       }));
       const holder = entriesOut.find((e) => e.holds);
       const leaseMs = holder?.client == null ? null : await this.ops.leaseRemainingMs(holder.client);
-      locks.push({ kind, name, entries: entriesOut, limit: stored ?? null, leaseMs });
+      locks.push({ kind, name, entries: entriesOut, limit: stored ?? null, codeLimit: stored === undefined && kind === 'semaphore' ? (queue.find((p) => p.limit !== undefined)?.limit ?? null) : null, leaseMs });
     }
     return locks.sort(byNameThenKind);
   }

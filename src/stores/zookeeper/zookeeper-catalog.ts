@@ -54,7 +54,7 @@ export class ZooKeeperCatalog implements LockCatalog {
         client: sessionOf(child.stat),
       });
     });
-    return { kind, name, entries, limit: stored ?? null, leaseMs: null };
+    return { kind, name, entries, limit: stored ?? null, codeLimit: stored === undefined && kind === 'semaphore' ? (queue.find((p) => p.limit !== undefined)?.limit ?? null) : null, leaseMs: null };
   }
 
   async close(): Promise<void> {}
