@@ -57,7 +57,7 @@ export class EtcdStore implements Store {
   readonly #expiries = new Map<string, Expiry>();
 
   constructor(options: EtcdStoreOptions, host: StoreHost) {
-    this.ops = new EtcdOps(options.client);
+    this.ops = new EtcdOps(options.client, { replyTimeoutMs: options.replyTimeoutMs });
     this.prefix = options.prefix;
     this.#leaseMs = options.leaseMs;
     this.replyTimeoutMs = options.replyTimeoutMs;
