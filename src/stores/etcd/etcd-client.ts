@@ -10,9 +10,9 @@
  * that forwarded it to a leader that died (or a member that is itself frozen) never answers, and
  * etcd only gives up on it after its own request time-out (5 s + 2 election time-outs), while the
  * other members elect a new leader in one or two election time-outs. A try cut off after its bound
- * is one etcd3 fails over to the next member. Sending again is safe: every write is written to be
- * sent twice (a create-if-absent whose keys exist is read as this take's own, a count write is
- * tagged, a guarded delete that finds its key gone after a resend is its own landing).
+ * is sent again on a member etcd3 picks afresh (EtcdOps.#send). Sending again is safe: every write
+ * is written to be sent twice (a create-if-absent whose keys exist is read as this take's own, a
+ * count write is tagged, a guarded delete that finds its key gone after a resend is its own landing).
  */
 import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
 import { monotonicNow } from '../../clock.js';
