@@ -5,7 +5,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Etcd3 } from 'etcd3';
+import { Etcd3, GRPCUnavailableError } from 'etcd3';
 import { Interrupt } from '../src/interrupt.js';
 import { LockNotHeldError, LockTimeoutError, RedisUnavailableError } from '../src/errors.js';
 import { WaitScope } from '../src/wait-scope.js';
@@ -232,6 +232,47 @@ describe('the etcd recipe on one member', { timeout: 40_000 }, () => {
     const next = await take(other, after, 2_000);
     assert.ok(next !== null && next.fence > grant.fence, 'served after it: nothing of the first take left in the queue');
     assert.equal(await other.release(after.owner, 1), 0);
+  });
+
+  it('a release whose delete landed but whose answer was lost resolves: sent again, it finds its key gone, its own delete', async () => {
+    const client = new Etcd3({ hosts: [...cluster.hosts], dialTimeout: 2_000 });
+    const ops = new EtcdOps(client);
+    const lease = await LeaseClock.grant(ops, 5_000);
+    opened.push({ client, lease });
+    const lock = new EtcdLock(ops, lease, lockPrefix(ROOT, 'mutex', 'lost-delete'), 'lost-delete', 1);
+    const request = mutexRequest();
+    assert.ok((await take(lock, request, 2_000)) !== null);
+    // The next transaction (the guarded delete) is applied, and its answer lost as a connection
+    // dropped by a dying member loses it: padlock sends it again.
+    const txn = client.kv.txn.bind(client.kv);
+    let losing = 1;
+    client.kv.txn = async (...args: Parameters<typeof txn>) => {
+      const reply = await txn(...args);
+      if (losing-- > 0) throw new GRPCUnavailableError('14 UNAVAILABLE: the answer was lost');
+      return reply;
+    };
+    assert.equal(await lock.release(request.owner, 1), 0);
+    assert.deepEqual((await a.ops.queue(lockPrefix(ROOT, 'mutex', 'lost-delete'))).entries, []);
+  });
+
+  it('a call sent while the member was frozen is answered once it is back: the tries padlock cut are not held against the member', async () => {
+    const client = new Etcd3({ hosts: [...cluster.hosts], dialTimeout: 2_000 });
+    opened.push({ client, lease: await LeaseClock.grant(new EtcdOps(client), 5_000) });
+    // Tries of 300 ms within 5 s: five or six are cut while the member is frozen. etcd3 shuts a
+    // member out for 5 s after three transient failures in a row; a cut try must not count as one.
+    const ops = new EtcdOps(client, { replyTimeoutMs: 5_000, tryMs: 300 });
+    const [member] = cluster.members;
+    member!.pause();
+    const startedAt = Date.now();
+    const reading = ops.queue(`${ROOT}/frozen/`);
+    try {
+      await delay(1_700);
+    } finally {
+      member!.resume();
+    }
+    await reading;
+    const took = Date.now() - startedAt;
+    assert.ok(took < 1_700 + 1_000, `answered ${took} ms after it was sent, the member back after 1700 ms`);
   });
 
   it('a join whose answer was lost, and whose first clean-up failed too, leaves no key: the delete is sent again', async () => {

@@ -60,7 +60,7 @@ export class EtcdStore implements Store {
   #told: Promise<Watcher | undefined> | undefined;
 
   constructor(options: EtcdStoreOptions, host: StoreHost) {
-    this.ops = new EtcdOps(options.client);
+    this.ops = new EtcdOps(options.client, { replyTimeoutMs: options.replyTimeoutMs });
     this.prefix = options.prefix;
     this.#leaseMs = options.leaseMs;
     this.replyTimeoutMs = options.replyTimeoutMs;
