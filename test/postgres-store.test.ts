@@ -202,6 +202,18 @@ describe('padlock on PostgreSQL (one server)', { timeout: 60_000 }, () => {
     assert.ok(await eventually(async () => (await listeners()).length === others.length), 'no LISTEN connection left');
   });
 
+  it('bounded tables: a dead holder’s row on a name nobody takes again is swept by the next Padlock to connect', async () => {
+    const dead = padlock();
+    const prefix = prefixOf.get(dead) ?? '';
+    await dead.mutex('never-again').acquire({ leaseMs: 100 });
+    // As if its process had died two minutes ago: its lease long over, nobody releasing it.
+    await server.query(`UPDATE padlock.participants SET expires_at = clock_timestamp() - interval '2 minutes' WHERE prefix = $1`, [prefix]);
+    assert.equal(await rowsOf(prefix), 1);
+    const next = padlock();
+    assert.equal(await next.mutex('elsewhere').isLocked(), false);
+    assert.ok(await eventually(async () => (await rowsOf(prefix)) === 0), 'swept');
+  });
+
   it('a schema of the user’s choice is created on first use; with postgresCreateSchema: false a missing one is an error naming the SQL to apply, which then works', async () => {
     const own = padlock({ postgresSchema: 'locks_here' });
     await (await own.mutex('s').acquire()).release();
