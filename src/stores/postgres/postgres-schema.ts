@@ -162,13 +162,14 @@ BEGIN
     -- Readers (or permits) queued behind this one may hold beside it.
     IF existed THEN PERFORM ${s}.wake(p_prefix, p_family, p_name); END IF;
   ELSIF p_wait THEN
-    UPDATE ${s}.participants p SET expires_at = now_ + lease, channel = p_channel
+    -- A waiter's row lives a lease (2 s at least, so a short lease does not make its wait a poll) past its last look.
+    UPDATE ${s}.participants p SET expires_at = now_ + greatest(p_lease_ms, 2000) * interval '1 millisecond', channel = p_channel
       WHERE p.prefix = p_prefix AND p.family = p_family AND p.name = p_name AND p.role = p_role AND p.owner = p_owner;
     state := 'waiting';
     -- Looked at again when the first lease before it ends (its holder may be dead), and before its own row would.
-    SELECT least(p_lease_ms / 2, min(${s}.ms_until(p.expires_at, now_)) + 1) INTO retry_ms FROM ${s}.participants p
+    SELECT least(greatest(p_lease_ms, 2000) / 2, min(${s}.ms_until(p.expires_at, now_)) + 1) INTO retry_ms FROM ${s}.participants p
       WHERE p.prefix = p_prefix AND p.family = p_family AND p.name = p_name AND p.ticket < me.ticket;
-    retry_ms := coalesce(retry_ms, p_lease_ms / 2);
+    retry_ms := coalesce(retry_ms, greatest(p_lease_ms, 2000) / 2);
   ELSE
     DELETE FROM ${s}.participants p WHERE p.prefix = p_prefix AND p.family = p_family AND p.name = p_name AND p.role = p_role AND p.owner = p_owner;
     IF existed THEN PERFORM ${s}.wake(p_prefix, p_family, p_name); END IF;
