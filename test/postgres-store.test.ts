@@ -214,6 +214,28 @@ describe('padlock on PostgreSQL (one server)', { timeout: 60_000 }, () => {
     assert.ok(await eventually(async () => (await rowsOf(prefix)) === 0), 'swept');
   });
 
+  it('a pool whose LISTEN connection never hears its NOTIFY (as through PgBouncer in transaction mode) fails the wait with an error naming the pooler', async () => {
+    const holder = padlock();
+    const held = await holder.mutex('unheard').acquire();
+    // Statements reach this database; the listening client is another database's, where no NOTIFY sent here arrives.
+    await server.query('CREATE DATABASE elsewhere');
+    const statements = server.pool({ max: 2 });
+    const listening = server.pool({ database: 'elsewhere', max: 1 });
+    const split = new Proxy(statements, {
+      get(target, key) {
+        if (key === 'connect') return listening.connect.bind(listening);
+        const value: unknown = Reflect.get(target, key, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const waiter = padlock({ prefix: prefixOf.get(holder), replyTimeoutMs: 500 }, split);
+    await assert.rejects(
+      waiter.mutex('unheard').acquire({ waitMs: 3_000 }),
+      (error: unknown) => error instanceof PostgresUnavailableError && /LISTEN received no NOTIFY.*PgBouncer/.test(error.message),
+    );
+    await held.release();
+  });
+
   it('a schema of the user’s choice is created on first use; with postgresCreateSchema: false a missing one is an error naming the SQL to apply, which then works', async () => {
     const own = padlock({ postgresSchema: 'locks_here' });
     await (await own.mutex('s').acquire()).release();

@@ -114,15 +114,17 @@ export class PostgresListener {
   async #probe(): Promise<void> {
     const payload = `probe ${randomBytes(8).toString('hex')}`;
     const heard = new Promise<void>((resolve) => this.#probes.set(payload, resolve));
+    // Half the reply time-out: the connection, LISTEN and this probe together fit in the waiter's bound on one call.
+    const ms = Math.ceil(this.replyTimeoutMs / 2);
     try {
       await this.ops.notify(this.channel, payload);
       await bound(heard, {
-        ms: this.replyTimeoutMs,
+        ms,
         timeout: () =>
           new PostgresUnavailableError(
             undefined,
             undefined,
-            `LISTEN received no NOTIFY within ${this.replyTimeoutMs} ms: a pooler in transaction or statement mode (PgBouncer's) does not keep LISTEN; give padlock a pool that reaches PostgreSQL directly or through session pooling`,
+            `LISTEN received no NOTIFY within ${ms} ms: a pooler in transaction or statement mode (PgBouncer's) does not keep LISTEN; give padlock a pool that reaches PostgreSQL directly or through session pooling`,
           ),
       });
     } finally {
