@@ -16,6 +16,7 @@ export type PadlockErrorCode =
   | 'ZOOKEEPER_UNAVAILABLE'
   | 'ZOOKEEPER_SESSION_EXPIRED'
   | 'ETCD_UNAVAILABLE'
+  | 'POSTGRES_UNAVAILABLE'
   | 'REDIS_COMMAND'
   | 'REPLICA_ACK'
   | 'CLOSED'
@@ -165,7 +166,7 @@ export class StoreUnavailableError extends PadlockError {
   /** `'StoreUnavailableError'`, or the subclass's name: also across copies of padlock (where `instanceof` fails). */
   override readonly name: string = 'StoreUnavailableError';
   /** `'STORE_UNAVAILABLE'`, or the store's own code (`'REDIS_UNAVAILABLE'`, …): stable across versions. */
-  readonly code: 'STORE_UNAVAILABLE' | 'REDIS_UNAVAILABLE' | 'ZOOKEEPER_UNAVAILABLE' | 'ZOOKEEPER_SESSION_EXPIRED' | 'ETCD_UNAVAILABLE' = 'STORE_UNAVAILABLE';
+  readonly code: 'STORE_UNAVAILABLE' | 'REDIS_UNAVAILABLE' | 'ZOOKEEPER_UNAVAILABLE' | 'ZOOKEEPER_SESSION_EXPIRED' | 'ETCD_UNAVAILABLE' | 'POSTGRES_UNAVAILABLE' = 'STORE_UNAVAILABLE';
 
   /**
    * Made by padlock; exported for `instanceof` and for tests of code that handles it.
@@ -234,6 +235,23 @@ export class EtcdUnavailableError extends StoreUnavailableError {
   /** Made by padlock; exported for `instanceof` and for tests of code that handles it. */
   constructor(lock: string | undefined, cause: unknown, what?: string) {
     super(lock, cause, what, 'etcd');
+  }
+}
+
+/**
+ * The PostgreSQL server did not answer in time, could not be reached, or cannot hold locks: a
+ * read-only server or a standby in recovery, a schema padlock may not create, a pooler that breaks
+ * `LISTEN` (the message says which). The driver's error, if any, is the `cause`.
+ */
+export class PostgresUnavailableError extends StoreUnavailableError {
+  /** `'PostgresUnavailableError'`: the class's name, also across copies of padlock (where `instanceof` fails). */
+  override readonly name = 'PostgresUnavailableError';
+  /** `'POSTGRES_UNAVAILABLE'`: stable across versions; test errors by it. */
+  override readonly code = 'POSTGRES_UNAVAILABLE';
+
+  /** Made by padlock; exported for `instanceof` and for tests of code that handles it. */
+  constructor(lock: string | undefined, cause: unknown, what?: string) {
+    super(lock, cause, what, 'PostgreSQL');
   }
 }
 

@@ -22,6 +22,7 @@ export {
   ZooKeeperUnavailableError,
   ZooKeeperSessionExpiredError,
   EtcdUnavailableError,
+  PostgresUnavailableError,
   RedisCommandError,
   ReplicaAckError,
   PadlockClosedError,
@@ -33,4 +34,6 @@ export {
 } from './errors.js';
 export type { RedisClient, IoredisLikeClient, NodeRedisLikeClient } from './stores/redis/adapters/clients.js';
 export type { EtcdClientLike } from './stores/etcd/etcd-client-like.js';
+export type { PostgresPoolLike } from './stores/postgres/postgres-pool-like.js';
+export { postgresSchemaSql } from './stores/postgres/postgres-schema.js';
 export type { ZooKeeperClientLike } from './stores/zookeeper/zookeeper-client-like.js';

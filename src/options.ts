@@ -9,6 +9,8 @@ import { connectionFor, type RedisClient } from './stores/redis/adapters/clients
 import { checkEtcdClient, type EtcdClientLike } from './stores/etcd/etcd-client-like.js';
 import type { CommandConnection } from './stores/redis/adapters/connection.js';
 import { checkZooKeeperClient, type ZooKeeperClientLike } from './stores/zookeeper/zookeeper-client-like.js';
+import { checkPostgresPool, type PostgresPoolLike } from './stores/postgres/postgres-pool-like.js';
+import { SCHEMA_PATTERN } from './stores/postgres/postgres-schema.js';
 import { resolveRecordTimings, type RecordTimingsOptions, type ResolvedRecordTimings } from './timings-recorder.js';
 
 /** Longest timer Node can schedule; longer leases and waits are refused rather than silently cut. */
@@ -75,6 +77,30 @@ export interface PadlockOptions {
    * @example new Padlock({ zookeeper: connect(), zookeeperFactory: connect }) // connect = () => zookeeper.createClient(hosts, { sessionTimeout: 10_000 })
    */
   zookeeperFactory?: (() => ZooKeeperClientLike) | undefined;
+  /**
+   * Instead of `redis`: a node-postgres `Pool` (`new Pool({ connectionString })` of the `pg`
+   * package), of a PostgreSQL primary (12 or later): locks are rows of padlock's table, granted by
+   * the server's clock, waits woken by `LISTEN`/`NOTIFY` on one connection this Padlock checks out
+   * of the pool while it waits. Every lock kind; `mutex` and `fairMutex` are both FIFO. A holder can
+   * make its own transaction's commit depend on still holding (`padlock.holds(name, fence)`). A
+   * read-only server or a standby is refused. padlock never ends the pool. See docs/postgres.md.
+   * @example new Padlock({ postgres: new Pool({ connectionString: process.env.DATABASE_URL }) })
+   */
+  postgres?: PostgresPoolLike | undefined;
+  /**
+   * With `postgres`: the schema of padlock's tables and functions, an unquoted lower-case
+   * identifier (`a-z 0-9 _`, up to 63).
+   * @default 'padlock'
+   */
+  postgresSchema?: string | undefined;
+  /**
+   * With `postgres`: create (or bring up to date) the schema on first use, serialized between
+   * Padlocks by an advisory lock. `false` for a team that applies `postgresSchemaSql(schema)`
+   * through its own migrations: a schema not installed is then an error, and padlock needs no
+   * CREATE privilege.
+   * @default true
+   */
+  postgresCreateSchema?: boolean | undefined;
   /**
    * Prefix of every key and channel: 1–64 characters of `A–Z a–z 0–9 _ . : -`.
    * @default 'padlock'
@@ -294,13 +320,27 @@ export function checkLeaseMs(option: string, value: unknown): number {
 }
 
 /** The options that name a store: exactly one is given. */
-const STORE_OPTIONS = ['redis', 'zookeeper', 'etcd'] as const;
+const STORE_OPTIONS = ['redis', 'zookeeper', 'etcd', 'postgres'] as const;
 
 /** The store a Padlock was given, its client(s) checked. */
 export type StoreOption =
   | { readonly kind: 'redis'; readonly redis: CommandConnection | readonly CommandConnection[] }
   | { readonly kind: 'zookeeper'; readonly client: ZooKeeperClientLike; readonly factory: (() => ZooKeeperClientLike) | undefined }
-  | { readonly kind: 'etcd'; readonly client: EtcdClientLike };
+  | { readonly kind: 'etcd'; readonly client: EtcdClientLike }
+  | { readonly kind: 'postgres'; readonly pool: PostgresPoolLike; readonly schema: string; readonly createSchema: boolean };
+
+/** Options that only the PostgreSQL store reads: refused (named) beside another store. */
+const POSTGRES_ONLY_OPTIONS = ['postgresSchema', 'postgresCreateSchema'] as const;
+
+/** The PostgreSQL store's options: the pool (by shape), the schema's name, whether to create it. */
+function checkPostgresOptions(options: Record<string, unknown>): StoreOption {
+  const { postgresSchema = 'padlock', postgresCreateSchema = true } = options;
+  if (typeof postgresSchema !== 'string' || !SCHEMA_PATTERN.test(postgresSchema)) {
+    throw new PadlockOptionError('postgresSchema', 'an unquoted lower-case identifier: a-z, 0-9 and _, not starting with a digit, up to 63', postgresSchema);
+  }
+  if (typeof postgresCreateSchema !== 'boolean') throw new PadlockOptionError('postgresCreateSchema', 'a boolean', postgresCreateSchema);
+  return { kind: 'postgres', pool: checkPostgresPool(options.postgres), schema: postgresSchema, createSchema: postgresCreateSchema };
+}
 
 /** Options that only the Redis store reads: refused (named) beside another store. */
 const REDIS_ONLY_OPTIONS = ['replicas', 'livenessMs', 'reapDeadHolders', 'recordTimings'] as const;
@@ -333,13 +373,19 @@ export function resolveOtherStore(options: Record<string, unknown>, store: Store
 /** Validates `new Padlock(options)`. */
 export function resolvePadlockOptions(options: unknown): ResolvedPadlockOptions & { readonly store: StoreOption } {
   if (!isPlainObject(options)) throw new PadlockOptionError('options', `an object with one of { ${STORE_OPTIONS.join(', ')} }`, options);
-  rejectUnknown('options', options, [...STORE_OPTIONS, 'zookeeperFactory', 'prefix', 'leaseMs', 'replyTimeoutMs', 'replicas', 'releaseOnExit', 'drainMs', 'metrics', 'livenessMs', 'reapDeadHolders', 'recordTimings']);
+  rejectUnknown('options', options, [...STORE_OPTIONS, ...POSTGRES_ONLY_OPTIONS, 'zookeeperFactory', 'prefix', 'leaseMs', 'replyTimeoutMs', 'replicas', 'releaseOnExit', 'drainMs', 'metrics', 'livenessMs', 'reapDeadHolders', 'recordTimings']);
   const given = STORE_OPTIONS.filter((key) => options[key] !== undefined);
   if (given.length !== 1) {
     throw new PadlockOptionError(given.length === 0 ? 'redis' : given.join(' and '), `one store: exactly one of ${STORE_OPTIONS.join(', ')}`, given.length === 0 ? undefined : '(several given)');
   }
+  if (options.zookeeperFactory !== undefined && options.zookeeper === undefined) {
+    throw new PadlockOptionError('zookeeperFactory', 'left out without zookeeper (it makes the ZooKeeper clients after the first)', options.zookeeperFactory);
+  }
+  if (options.postgres !== undefined) return resolveOtherStore(options, checkPostgresOptions(options), 'PostgreSQL');
+  for (const key of POSTGRES_ONLY_OPTIONS) {
+    if (options[key] !== undefined) throw new PadlockOptionError(key, 'left out without postgres (a PostgreSQL-only option)', options[key]);
+  }
   if (options.zookeeper !== undefined) return resolveOtherStore(options, { kind: 'zookeeper', client: checkZooKeeperClient(options.zookeeper), factory: checkZooKeeperFactory(options.zookeeperFactory) }, 'ZooKeeper');
-  if (options.zookeeperFactory !== undefined) throw new PadlockOptionError('zookeeperFactory', 'left out without zookeeper (it makes the ZooKeeper clients after the first)', options.zookeeperFactory);
   if (options.etcd !== undefined) return resolveOtherStore(options, { kind: 'etcd', client: checkEtcdClient(options.etcd) }, 'etcd');
   const { redis, prefix = 'padlock', leaseMs = 30_000, replyTimeoutMs = 5_000, replicas, releaseOnExit = false, drainMs = DEFAULT_DRAIN_MS, livenessMs = 10_000, reapDeadHolders = false } = options;
   const masters = Array.isArray(redis) ? checkMasters(redis as unknown[]) : undefined;

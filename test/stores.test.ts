@@ -1,6 +1,6 @@
 /**
  * The store-neutral behaviour suite: what every lock kind promises, run once per store (Redis,
- * ZooKeeper, etcd) through the public API only. The Redis topologies have their own, deeper
+ * ZooKeeper, etcd, PostgreSQL) through the public API only. The Redis topologies have their own, deeper
  * factory suites (./harness/suite.ts); each consensus store has its own files for its layout and
  * its faults. A new store is one line in STORES.
  */
@@ -9,12 +9,13 @@ import assert from 'node:assert/strict';
 import { setTimeout as delay } from 'node:timers/promises';
 import { LockLostError, LockNotHeldError, LockTimeoutError, LockUpgradeError, PermitLimitError, type Lease, type Padlock } from '../src/index.js';
 import { etcdSingle } from './harness/etcd-store-target.js';
+import { postgresSingle } from './harness/postgres-store-target.js';
 import { redisSingle } from './harness/redis-store-target.js';
 import { zookeeperStandalone } from './harness/zookeeper-store-target.js';
 import type { StartedStore, StoreFreeOptions, StoreTarget } from './harness/store-target.js';
 import { internals, redisInternals } from '../src/testing.js';
 
-const STORES: readonly StoreTarget[] = [redisSingle, zookeeperStandalone, etcdSingle];
+const STORES: readonly StoreTarget[] = [redisSingle, zookeeperStandalone, etcdSingle, postgresSingle];
 
 /** Resolves once `check()` holds, or fails after `ms`. */
 async function eventually(check: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {

@@ -7,6 +7,8 @@ import type { Store, StoreHost } from '../store.js';
 import type { Etcd3 } from 'etcd3';
 import type { Client as ZooKeeperClient } from 'node-zookeeper-client';
 import { EtcdStore } from './etcd/etcd-store.js';
+import type { Pool as PostgresPool } from 'pg';
+import { PostgresStore } from './postgres/postgres-store.js';
 import { RedisStore } from './redis/redis-store.js';
 import { ZooKeeperStore } from './zookeeper/zookeeper-store.js';
 
@@ -19,5 +21,7 @@ export function openStore(options: ResolvedPadlockOptions & { readonly store: St
       return new ZooKeeperStore({ client: options.store.client as unknown as ZooKeeperClient, factory: options.store.factory, prefix: options.prefix, replyTimeoutMs: options.replyTimeoutMs }, host);
     case 'etcd':
       return new EtcdStore({ ...options, client: options.store.client as unknown as Etcd3 }, host);
+    case 'postgres':
+      return new PostgresStore({ pool: options.store.pool as unknown as PostgresPool, schema: options.store.schema, createSchema: options.store.createSchema, replyTimeoutMs: options.replyTimeoutMs }, host);
   }
 }

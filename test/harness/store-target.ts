@@ -1,13 +1,13 @@
 /**
  * A store under test, for the store-neutral behaviour suite (test/stores.test.ts): each store
- * (Redis on one server, ZooKeeper, etcd) is one {@link StoreTarget}, and the suite's tests run once
+ * (Redis on one server, ZooKeeper, etcd, PostgreSQL) is one {@link StoreTarget}, and the suite's tests run once
  * per store through the public API only. What is particular to one store (its layout, its faults)
  * is tested in that store's own files.
  */
 import type { Padlock, PadlockOptions } from '../../src/index.js';
 
 /** Padlock options other than the store (which the target supplies). */
-export type StoreFreeOptions = Omit<PadlockOptions, 'redis' | 'zookeeper' | 'etcd'>;
+export type StoreFreeOptions = Omit<PadlockOptions, 'redis' | 'zookeeper' | 'etcd' | 'postgres'>;
 
 /** One line of the suite's store list. */
 export interface StoreTarget {
