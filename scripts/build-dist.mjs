@@ -1,7 +1,7 @@
 // Builds what the package ships, from a clean dist/ (so no file of a deleted module is packed):
 //   dist/        ESM (and the `padlock` bin), from tsconfig.build.json
 //   dist/cjs/    CommonJS, from tsconfig.cjs.json: the library only, for `require('padlock')` and
-//                `require('padlock/dashboard')`
+//                `require('padlock/dashboard')`, `require('padlock/redlock')`, `require('padlock/redis-semaphore')`
 // Each build has its own .d.ts files: dist/cjs/package.json says "type": "commonjs", so Node and
 // TypeScript read everything under dist/cjs as CommonJS, and everything else under dist as ESM.
 // Then what users do not run is taken out: the ESM build's copy of the embedded Lua (it re-exports
