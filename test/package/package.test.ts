@@ -170,7 +170,7 @@ before(async () => {
   assert.ok(tarball !== undefined, 'npm pack made a tarball');
   const listing = await run('tar', ['-tzf', join(work, tarball)], { cwd: work, timeoutMs: 30_000 });
   const files = new Set(listing.stdout.split('\n').map((line) => line.replace(/^package\//, '')));
-  for (const file of ['LICENSE', 'README.md', 'bench/README.md', 'package.json', 'dist/index.js', 'dist/index.d.ts', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/cjs/package.json', 'dist/cli/main.js', 'dist/dashboard/index.js', 'dist/dashboard/index.d.ts', 'dist/cjs/dashboard/index.js', 'dist/cjs/dashboard/index.d.ts']) {
+  for (const file of ['LICENSE', 'README.md', 'bench/README.md', 'package.json', 'dist/index.js', 'dist/index.d.ts', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/cjs/package.json', 'dist/cli/main.js', 'dist/dashboard/index.js', 'dist/dashboard/index.d.ts', 'dist/cjs/dashboard/index.js', 'dist/cjs/dashboard/index.d.ts', 'dist/facades/redlock.js', 'dist/facades/redlock.d.ts', 'dist/cjs/facades/redlock.js', 'dist/cjs/facades/redlock.d.ts', 'dist/facades/redis-semaphore.js', 'dist/facades/redis-semaphore.d.ts', 'dist/cjs/facades/redis-semaphore.js', 'dist/cjs/facades/redis-semaphore.d.ts']) {
     assert.ok(files.has(file), `the tarball has ${file}`);
   }
   assert.deepEqual([...files].filter((file) => /^(build|test|node_modules)\//.test(file) || file.endsWith('.tgz')), [], 'no build output, test or tarball in the tarball');
@@ -373,6 +373,104 @@ void createDashboard({ redis: 'redis://127.0.0.1:6379' });
     writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, include: ['check.ts'] }));
     const compile = await run(process.execPath, [tsc, '-p', '.', '--pretty', 'false'], { cwd: dir, timeoutMs: 120_000 });
     assert.equal(compile.code, 0, `tsc of padlock/dashboard's types:\n${compile.stdout}${compile.stderr}`);
+  });
+
+  it("padlock/redlock and padlock/redis-semaphore: the peers' README snippets, ported by changing only the import, type-check under strict nodenext and run (ESM and CommonJS)", { timeout: 120_000 }, async () => {
+    const server = await startServer();
+    const dir = join(work, 'ioredis5', 'facades-port');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ private: true, type: 'module' }));
+    // redlock's README (Configuration, Usage, Error Handling), its import line changed.
+    writeFileSync(
+      join(dir, 'redlock-port.ts'),
+      `import { Redis } from 'ioredis';
+import Redlock, { ResourceLockedError } from 'padlock/redlock';
+
+const redisA = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+const redlock = new Redlock([redisA], { driftFactor: 0.01, retryCount: 10, retryDelay: 200, retryJitter: 200, automaticExtensionThreshold: 500 });
+redlock.on('error', (error) => {
+  if (error instanceof ResourceLockedError) {
+    return;
+  }
+  console.error(error);
+});
+const [senderId, recipientId] = ['sender', 'recipient'];
+await redlock.using([senderId, recipientId], 5000, async (signal) => {
+  if (signal.aborted) {
+    throw signal.error;
+  }
+});
+let lock = await redlock.acquire(['a'], 5000);
+try {
+  lock = await lock.extend(5000);
+} finally {
+  await lock.release();
+}
+console.log(JSON.stringify({ redlock: lock.fence > 0 }));
+await redisA.quit();
+`,
+    );
+    // redis-semaphore's README (Mutex, Semaphore), its import line changed.
+    writeFileSync(
+      join(dir, 'redis-semaphore-port.ts'),
+      `import { Redis } from 'ioredis';
+import { Mutex, Semaphore } from 'padlock/redis-semaphore';
+
+const redisClient = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+
+async function doSomething(): Promise<void> {
+  const mutex = new Mutex(redisClient, 'lockingResource', { lockTimeout: 10_000, acquireTimeout: 2_000 });
+  await mutex.acquire();
+  try {
+    // critical code
+  } finally {
+    await mutex.release();
+  }
+}
+
+async function doSomethingLimited(): Promise<void> {
+  const semaphore = new Semaphore(redisClient, 'lockingResource', 5);
+  await semaphore.acquire();
+  try {
+    // maximum 5 simultaneously executions
+  } finally {
+    await semaphore.release();
+  }
+}
+
+await doSomething();
+await doSomethingLimited();
+console.log(JSON.stringify({ redisSemaphore: true }));
+await redisClient.quit();
+`,
+    );
+    const compilerOptions = { strict: true, exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true, skipLibCheck: false, skipDefaultLibCheck: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', types: ['node'], rootDir: '.', outDir: 'out', noEmitOnError: true };
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, include: ['*.ts'] }));
+    const compile = await run(process.execPath, [tsc, '-p', '.', '--pretty', 'false'], { cwd: dir, timeoutMs: 120_000 });
+    assert.equal(compile.code, 0, `tsc of the ported snippets:\n${compile.stdout}${compile.stderr}`);
+    // CommonJS, as redlock's README says its CommonJS users write it.
+    writeFileSync(
+      join(dir, 'port.cjs'),
+      `const { Redis } = require('ioredis');
+const { default: Redlock } = require('padlock/redlock');
+const { Mutex } = require('padlock/redis-semaphore');
+(async () => {
+  const redis = new Redis(process.env.REDIS_URL);
+  const ran = await new Redlock([redis]).using(['cjs'], 5000, async () => 'ran');
+  const mutex = new Mutex(redis, 'cjs');
+  await mutex.acquire();
+  await mutex.release();
+  console.log(JSON.stringify({ cjs: ran }));
+  await redis.quit();
+})();
+`,
+    );
+    for (const [file, expected] of [[join('out', 'redlock-port.js'), { redlock: true }], [join('out', 'redis-semaphore-port.js'), { redisSemaphore: true }], ['port.cjs', { cjs: 'ran' }]] as const) {
+      const result = await run(process.execPath, [file], { cwd: dir, env: { REDIS_URL: server.url }, timeoutMs: EXIT_BOUND_MS });
+      assert.ok(!result.timedOut && result.code === 0, show(file, result));
+      assert.equal(result.stderr, '', show(`${file} wrote to stderr; it`, result));
+      assert.deepEqual(JSON.parse(result.stdout), expected);
+    }
   });
 
   it('the padlock bin from the tarball runs the demo and exits by itself', { timeout: 120_000 }, async () => {
