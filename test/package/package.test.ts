@@ -6,9 +6,10 @@
  * as CommonJS, and TypeScript under each module setting a user may pick (`node16`, `nodenext`,
  * `bundler` with `esnext` and `preserve`, `commonjs`), compiled by the strictest settings (`strict`,
  * `exactOptionalPropertyTypes`, `noUncheckedIndexedAccess`, no `skipLibCheck`). In each, every code
- * example of README.md is compiled and run against a real redis-server, and must exit by itself,
- * with code 0, saying nothing on stderr. The examples come from README.md itself (see
- * readme-examples.ts), so the README and this test cannot drift apart. The ioredis 5 projects also
+ * example of README.md (and of docs/api.md and docs/production.md, where its longer sections went)
+ * is compiled and run against a real redis-server, and must exit by itself, with code 0, saying
+ * nothing on stderr. The examples come from those files themselves (see readme-examples.ts), so
+ * the docs and this test cannot drift apart. The ioredis 5 projects also
  * have the OpenTelemetry API and metrics SDK (and run the metrics example); the ioredis 6 and
  * node-redis projects have no OpenTelemetry package, so their runs show that padlock works, and
  * type-checks, without.
@@ -157,11 +158,16 @@ export function check(padlock: Padlock, lease: Lease, signal: AbortSignal | unde
 }
 `;
 
+/** The files whose tagged examples run here: the README and the docs pages its sections moved to. */
+const EXAMPLE_FILES = ['README.md', 'docs/api.md', 'docs/production.md'];
+
 let work: string;
 let examples: Example[];
 
 before(async () => {
-  examples = parseExamples(readFileSync(join(root, 'README.md'), 'utf8'));
+  examples = EXAMPLE_FILES.flatMap((file) => parseExamples(readFileSync(join(root, file), 'utf8'), file));
+  const names = examples.map((example) => example.name);
+  assert.deepEqual(names.filter((name, i) => names.indexOf(name) !== i), [], 'every example has a name of its own, across the files');
   work = mkdtempSync(join(tmpdir(), 'padlock-package-'));
   // npm pack runs the prepack script, which builds dist/ from a clean slate.
   const pack = await run('npm', ['pack', '--pack-destination', work], { cwd: root, timeoutMs: 180_000 });
@@ -244,10 +250,10 @@ function writeProject(project: Project, dir: string): { example: Example; file: 
 
 describe('the packed package, installed into fresh projects', { concurrency: 3 }, () => {
   for (const project of projects) {
-    it(`${project.name}: every README example compiles, runs and exits by itself`, { timeout: 300_000 }, async () => {
+    it(`${project.name}: every example of the README and docs compiles, runs and exits by itself`, { timeout: 300_000 }, async () => {
       const dir = join(work, project.client, project.name);
       const runs = writeProject(project, dir);
-      assert.ok(runs.length >= (project.client === 'node-redis' ? 1 : 3), `README examples found for ${project.name}: ${runs.map((r) => r.example.name).join(', ')}`);
+      assert.ok(runs.length >= (project.client === 'node-redis' ? 1 : 3), `examples found for ${project.name}: ${runs.map((r) => r.example.name).join(', ')}`);
 
       if (project.language === 'ts') {
         const compile = await run(process.execPath, [tsc, '-p', '.', '--pretty', 'false', '--listFiles'], { cwd: dir, timeoutMs: 120_000 });
@@ -267,7 +273,7 @@ describe('the packed package, installed into fresh projects', { concurrency: 3 }
       const server = await startServer();
       for (const { example, file } of runs) {
         const result = await run(process.execPath, [file], { cwd: dir, env: { REDIS_URL: server.url }, timeoutMs: EXIT_BOUND_MS });
-        const what = `README example '${example.name}' (README.md:${example.line}) in ${project.name}`;
+        const what = `example '${example.name}' (${example.file}:${example.line}) in ${project.name}`;
         if (expectsSyntaxError(example, project, nodeMajor)) {
           assert.ok(!result.timedOut && result.code !== 0 && /SyntaxError/.test(result.stderr), show(`${what}: plain JavaScript before Node 24 must refuse it with a SyntaxError, as the README says; it`, result));
           continue;
@@ -294,7 +300,7 @@ describe('the packed package, installed into fresh projects', { concurrency: 3 }
               .flatMap(({ example, file }) => downs.map(async (down) => ({ example, down, result: await run(process.execPath, [file], { cwd: dir, env: { REDIS_URL: down }, timeoutMs: DOWN_EXIT_BOUND_MS }) }))),
           );
           for (const { example, down, result } of ends) {
-            const what = `README example '${example.name}' (README.md:${example.line}) in ${project.name}, Redis down (${down === downs[0] ? 'refused' : 'never answering'}),`;
+            const what = `example '${example.name}' (${example.file}:${example.line}) in ${project.name}, Redis down (${down === downs[0] ? 'refused' : 'never answering'}),`;
             assert.ok(!result.timedOut, show(what, result, DOWN_EXIT_BOUND_MS));
             assert.notEqual(result.code, 0, show(`${what} cannot succeed; it`, result));
           }
