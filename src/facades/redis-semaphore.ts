@@ -25,16 +25,19 @@ import { sharedPadlock } from './facade-padlock.js';
 
 /** The lock was lost while held (found by a refresh): handed to `onLockLost`. `cause` is padlock's error. */
 export class LostLockError extends Error {
+  /** `'LostLockError'`. */
   override readonly name = 'LostLockError';
 }
 
 /** `acquire()` did not get the lock within `acquireTimeout` (or `acquireAttemptsLimit`). */
 export class TimeoutError extends Error {
+  /** `'TimeoutError'`. */
   override readonly name = 'TimeoutError';
 }
 
 /** Called when a refresh finds the lock lost; `this` is the lock object. */
 export interface LockLostCallback {
+  /** Told of the loss; `this` is the lock object. */
   (this: Lock, err: LostLockError): void;
 }
 
@@ -96,6 +99,10 @@ export abstract class Lock {
   #refresh: NodeJS.Timeout | undefined;
   #acquired = false;
 
+  /**
+   * @param clients one client, or the masters of a RedlockMutex
+   * @param options redis-semaphore's options (see {@link LockOptions} for what each becomes)
+   */
   constructor(clients: readonly RedisClient[], options: LockOptions = defaultTimeoutOptions) {
     const lockTimeout = options.lockTimeout ?? defaultTimeoutOptions.lockTimeout;
     const acquireTimeout = options.acquireTimeout ?? defaultTimeoutOptions.acquireTimeout;
@@ -211,6 +218,7 @@ export class Mutex extends Lock {
   protected readonly _kind: string = 'mutex';
   protected readonly _key: string;
 
+  /** A mutex named `key` (padlock's `mutex(key)`) on `client`'s server. @throws PadlockOptionError for an identifier padlock cannot take */
   constructor(client: RedisClient, key: string, options?: LockOptions) {
     super([client], options);
     this._key = key;
@@ -227,6 +235,7 @@ export class Semaphore extends Lock {
   protected readonly _key: string;
   protected readonly _limit: number;
 
+  /** A semaphore named `key` of `limit` permits (padlock's `semaphore(key, limit)`). @throws PadlockOptionError with `acquiredExternally` */
   constructor(client: RedisClient, key: string, limit: number, options?: LockOptions) {
     super([client], refuseExternal(options));
     this._key = key;
@@ -243,6 +252,7 @@ export class MultiSemaphore extends Semaphore {
   protected override readonly _kind: string = 'multi-semaphore';
   protected readonly _permits: number;
 
+  /** `permits` of the semaphore `key` of `limit` permits, taken at once. */
   constructor(client: RedisClient, key: string, limit: number, permits: number, options?: LockOptions) {
     super(client, key, limit, options);
     this._permits = permits;
@@ -258,6 +268,7 @@ export class RedlockMutex extends Lock {
   protected readonly _kind: string = 'redlock-mutex';
   protected readonly _key: string;
 
+  /** A mutex named `key` over `clients`, 3 or more independent masters. */
   constructor(clients: RedisClient[], key: string, options?: LockOptions) {
     super(clients, options);
     this._key = key;
@@ -278,6 +289,7 @@ const NO_REDLOCK_SEMAPHORE =
 
 /** Refused: `new RedlockSemaphore(...)` throws `PadlockOptionError` naming why, and what to use instead. */
 export class RedlockSemaphore {
+  /** @throws PadlockOptionError always: why, and what to use instead */
   constructor(clients: RedisClient[], key: string, limit: number, options?: LockOptions) {
     void [key, limit, options];
     throw new PadlockOptionError('RedlockSemaphore', NO_REDLOCK_SEMAPHORE, clients);
@@ -286,6 +298,7 @@ export class RedlockSemaphore {
 
 /** Refused as {@link RedlockSemaphore} is. */
 export class RedlockMultiSemaphore {
+  /** @throws PadlockOptionError always: why, and what to use instead */
   constructor(clients: RedisClient[], key: string, limit: number, permits: number, options?: LockOptions) {
     void [key, limit, permits, options];
     throw new PadlockOptionError('RedlockMultiSemaphore', NO_REDLOCK_SEMAPHORE, clients);

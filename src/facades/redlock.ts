@@ -27,14 +27,19 @@ export type ClientExecutionResult = { client: Client; vote: 'for'; value: number
 
 /** What one attempt's clients said. */
 export type ExecutionStats = {
+  /** How many clients the Redlock has. */
   readonly membershipSize: number;
+  /** How many must agree: a majority. */
   readonly quorumSize: number;
+  /** The clients that granted (every client, when the operation succeeded: padlock does not report each node's vote of a success). */
   readonly votesFor: Set<Client>;
+  /** The clients that refused, each with its reason. */
   readonly votesAgainst: Map<Client, Error>;
 };
 
 /** The attempts of an operation (one entry: padlock's summary). */
 export type ExecutionResult = {
+  /** One summary entry (padlock decides per round and does not expose each retry). */
   attempts: ReadonlyArray<Promise<ExecutionStats>>;
 };
 
@@ -57,7 +62,9 @@ const defaultSettings: Settings = { driftFactor: 0.01, retryCount: 10, retryDela
 
 /** A resource is held by another owner (emitted on `error` when an acquisition finds it so, as redlock does). */
 export class ResourceLockedError extends Error {
+  /** `'ResourceLockedError'`. */
   override readonly name = 'ResourceLockedError';
+  /** Made by the facade; exported for `instanceof`, as redlock's is. */
   constructor(override readonly message: string, options?: { cause?: unknown }) {
     super(message, options);
   }
@@ -65,7 +72,12 @@ export class ResourceLockedError extends Error {
 
 /** An operation did not succeed within its retry window; `cause` is padlock's error. */
 export class ExecutionError extends Error {
+  /** `'ExecutionError'`. */
   override readonly name = 'ExecutionError';
+  /**
+   * Made by the facade; exported for `instanceof`, as redlock's is.
+   * @param attempts one summary entry of the votes
+   */
   constructor(
     override readonly message: string,
     readonly attempts: ReadonlyArray<Promise<ExecutionStats>>,
@@ -83,6 +95,7 @@ const leases = new WeakMap<Lock, Lease>();
 
 /** A lock held on some resources, as redlock returns it; `fence` and `signal` are padlock's additions. */
 export class Lock {
+  /** Made by `Redlock`: a Lock made by hand has no lease behind it and cannot be released or extended. */
   constructor(
     readonly redlock: Redlock,
     readonly resources: string[],
@@ -129,7 +142,9 @@ const RETRY_WINDOW = 'The operation was unable to achieve a quorum during its re
  * ```
  */
 export class Redlock extends EventEmitter {
+  /** The clients given. */
   readonly clients: Set<Client>;
+  /** The settings in force: redlock's defaults, overridden by those given. */
   readonly settings: Settings;
   readonly #opened: FacadePadlock;
 
@@ -222,6 +237,7 @@ export class Redlock extends EventEmitter {
    * signal is aborted (its `error` set) if the lock is lost. Releases the lock when the routine ends.
    */
   using<T>(resources: string[], duration: number, settings: Partial<Settings>, routine?: (signal: RedlockAbortSignal) => Promise<T>): Promise<T>;
+  /** `using` with the Redlock's own settings. */
   using<T>(resources: string[], duration: number, routine: (signal: RedlockAbortSignal) => Promise<T>): Promise<T>;
   async using<T>(resources: string[], duration: number, settingsOrRoutine: Partial<Settings> | ((signal: RedlockAbortSignal) => Promise<T>), optionalRoutine?: (signal: RedlockAbortSignal) => Promise<T>): Promise<T> {
     checkDuration(duration);
