@@ -22,9 +22,9 @@ before(async () => {
 
 describe('the fixed-lease hint', { concurrency: false }, () => {
   it('is silent for a renewed lease (autoExtend: true), for a fixed lease whose function ends in time, and for acquire()', async () => {
-    await padlock.withLock('fixed:renewed', () => delay(600), { leaseMs: 250, autoExtend: true });
+    await padlock.withLock('fixed:renewed', () => delay(1_500), { leaseMs: 1_000, autoExtend: true });
     await padlock.withLock('fixed:in-time', () => delay(10), { leaseMs: 1_000 });
-    await padlock.multi(['fixed:m1', 'fixed:m2']).withLock(() => delay(600), { leaseMs: 250, autoExtend: true });
+    await padlock.multi(['fixed:m1', 'fixed:m2']).withLock(() => delay(1_500), { leaseMs: 1_000, autoExtend: true });
     const lease = await padlock.mutex('fixed:acquire').acquire({ leaseMs: 100 });
     await delay(300);
     assert.equal(lease.isHeld, false, 'the fixed lease ran out');

@@ -31,6 +31,8 @@ import { clientOf, expectsSyntaxError, parseExamples, runsIn, sourceFor, type Ex
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 const nodeMajor = Number(process.versions.node.split('.')[0]);
+/** The most the installed package may weigh, in bytes (`npm pack`'s unpacked size). */
+const UNPACKED_BOUND = 1_500_000;
 /** A process that has not exited by then is taken to hang (an open handle): it fails its test. */
 const EXIT_BOUND_MS = 30_000;
 /**
@@ -176,10 +178,11 @@ before(async () => {
   assert.ok(tarball !== undefined, 'npm pack made a tarball');
   const listing = await run('tar', ['-tzf', join(work, tarball)], { cwd: work, timeoutMs: 30_000 });
   const files = new Set(listing.stdout.split('\n').map((line) => line.replace(/^package\//, '')));
-  for (const file of ['LICENSE', 'README.md', 'bench/README.md', 'package.json', 'dist/index.js', 'dist/index.d.ts', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/cjs/package.json', 'dist/cli/main.js', 'dist/dashboard/index.js', 'dist/dashboard/index.d.ts', 'dist/cjs/dashboard/index.js', 'dist/cjs/dashboard/index.d.ts', 'dist/facades/redlock.js', 'dist/facades/redlock.d.ts', 'dist/cjs/facades/redlock.js', 'dist/cjs/facades/redlock.d.ts', 'dist/facades/redis-semaphore.js', 'dist/facades/redis-semaphore.d.ts', 'dist/cjs/facades/redis-semaphore.js', 'dist/cjs/facades/redis-semaphore.d.ts']) {
+  for (const file of ['LICENSE', 'README.md', 'docs/api.md', 'docs/migrating.md', 'package.json', 'dist/index.js', 'dist/index.d.ts', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/cjs/package.json', 'dist/cli/main.js', 'dist/dashboard/index.js', 'dist/dashboard/index.d.ts', 'dist/cjs/dashboard/index.js', 'dist/cjs/dashboard/index.d.ts', 'dist/facades/redlock.js', 'dist/facades/redlock.d.ts', 'dist/cjs/facades/redlock.js', 'dist/cjs/facades/redlock.d.ts', 'dist/facades/redis-semaphore.js', 'dist/facades/redis-semaphore.d.ts', 'dist/cjs/facades/redis-semaphore.js', 'dist/cjs/facades/redis-semaphore.d.ts']) {
     assert.ok(files.has(file), `the tarball has ${file}`);
   }
   assert.deepEqual([...files].filter((file) => /^(build|test|node_modules)\//.test(file) || file.endsWith('.tgz')), [], 'no build output, test or tarball in the tarball');
+  assert.deepEqual([...files].filter((file) => /^bench\/|\.png$/.test(file)), [], 'no benchmark report or picture: they stay in the repository');
 
   // One install per client, shared by that client's projects (each a sub-folder with its own
   // package.json): padlock from the tarball, its dependencies from npm's cache where it has them
@@ -260,9 +263,10 @@ describe('the packed package, installed into fresh projects', { concurrency: 3 }
         const errors = compile.stdout.split('\n').filter((line) => line.includes('error TS'));
         assert.equal(compile.code, 0, `tsc (module ${project.tsModule}, moduleResolution ${project.tsResolution}):\n${errors.join('\n') || compile.stdout}`);
         // The declarations of the matching build, and only those: ESM types for ESM code, CommonJS types for CommonJS.
-        // (Entry points only: a declaration deeper in dist, e.g. dist/stores/redis/scripts/index.d.ts, is not one.)
+        // (Entry points only: a declaration deeper in dist, e.g. dist/cjs/locks/lock.d.ts, is not one.)
+        // An ES module project reads the ES module entry point's declarations, which re-export the CommonJS ones (as its code does).
         const padlockTypes = compile.stdout.split('\n').filter((line) => /\/node_modules\/padlock\/dist\/(cjs\/)?index\.d\.ts$/.test(line));
-        assert.deepEqual(padlockTypes.map((line) => line.slice(line.indexOf('/node_modules/padlock/'))), [project.format === 'esm' ? '/node_modules/padlock/dist/index.d.ts' : '/node_modules/padlock/dist/cjs/index.d.ts']);
+        assert.deepEqual(padlockTypes.map((line) => line.slice(line.indexOf('/node_modules/padlock/'))).sort(), project.format === 'esm' ? ['/node_modules/padlock/dist/cjs/index.d.ts', '/node_modules/padlock/dist/index.d.ts'] : ['/node_modules/padlock/dist/cjs/index.d.ts']);
       } else {
         const resolved = await run(process.execPath, ['resolve.js'], { cwd: dir, timeoutMs: EXIT_BOUND_MS });
         assert.equal(resolved.code, 0, show('resolve.js', resolved));
@@ -311,7 +315,7 @@ describe('the packed package, installed into fresh projects', { concurrency: 3 }
     });
   }
 
-  it('ships what users run: the Lua scripts once, no sources or maps, no bin declarations, no development scripts', () => {
+  it('ships what users run, at most 1.5 MB: the library once (ES module entry points re-export the CommonJS build), the Lua scripts once, no sources or maps, no bin declarations, no development scripts', async () => {
     // The package as npm installed it from the tarball.
     const installed = join(work, 'ioredis5', 'node_modules', 'padlock');
     const files = (readdirSync(installed, { recursive: true, withFileTypes: true }))
@@ -322,6 +326,12 @@ describe('the packed package, installed into fresh projects', { concurrency: 3 }
     assert.deepEqual(files.filter((file) => file.startsWith('src/') || file.endsWith('.map') || file.endsWith('.ts') && !file.endsWith('.d.ts')), [], 'no TypeScript sources, no source maps');
     assert.deepEqual(files.filter((file) => file.startsWith('dist/cli/') && file.endsWith('.d.ts')), [], 'no declarations for the bin');
     assert.ok(files.every((file) => statSync(join(installed, file)).size < 300_000), 'no file of 300 KB or more');
+    // What `npm pack` reports as the unpacked size: the sum of the files' sizes.
+    const unpacked = files.reduce((sum, file) => sum + statSync(join(installed, file)).size, 0);
+    assert.ok(unpacked <= UNPACKED_BOUND, `the package unpacks to ${unpacked} bytes in ${files.length} files, over ${UNPACKED_BOUND}: see what grew (npm pack --dry-run)`);
+    assert.deepEqual(files.filter((file) => file.startsWith('dist/') && !file.startsWith('dist/cjs/') && !file.startsWith('dist/cli/')).sort(), ['dashboard/index', 'facades/redis-semaphore', 'facades/redlock', 'index'].flatMap((entry) => [`dist/${entry}.d.ts`, `dist/${entry}.js`]).sort(), 'the ES module side is its entry points (and the bin)');
+    const same = await run(process.execPath, ['--input-type=module', '-e', "import { createRequire } from 'node:module'; const esm = await import('padlock'); const cjs = createRequire(import.meta.url)('padlock'); console.log(esm.Padlock === cjs.Padlock && esm.LockTimeoutError === cjs.LockTimeoutError);"], { cwd: join(work, 'ioredis5'), timeoutMs: EXIT_BOUND_MS });
+    assert.equal(same.stdout.trim(), 'true', show('import and require load one copy of padlock:', same));
     const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as Record<string, unknown>;
     assert.equal(manifest['scripts'], undefined, 'the development scripts (which run files not shipped) are not published');
     assert.equal(manifest['devDependencies'], undefined);
