@@ -1,17 +1,20 @@
 // Builds what the package ships, from a clean dist/ (so no file of a deleted module is packed):
-//   dist/        ESM (and the `padlock` bin), from tsconfig.build.json
-//   dist/cjs/    CommonJS, from tsconfig.cjs.json: the library only, for `require('padlock')` and
-//                `require('padlock/dashboard')`
-// Each build has its own .d.ts files: dist/cjs/package.json says "type": "commonjs", so Node and
-// TypeScript read everything under dist/cjs as CommonJS, and everything else under dist as ESM.
-// Then what users do not run is taken out: the ESM build's copy of the embedded Lua (it re-exports
-// the CommonJS build's, which an ES module can import: the ~200 KB of scripts ship once), and the
-// declarations of the `padlock` bin (nobody imports it). The TypeScript sources are not shipped
-// either (package.json "files"): the compiled code and its declarations are what users run and read.
+//   dist/cjs/    the library, compiled once, as CommonJS (tsconfig.cjs.json): what `require('padlock')`,
+//                `require('padlock/dashboard')`, `require('padlock/redlock')` and
+//                `require('padlock/redis-semaphore')` load, with its declarations
+//   dist/        ES module entry points that re-export the CommonJS build (so one process has one copy
+//                of padlock, whichever way it is loaded: its errors pass `instanceof` across both),
+//                each with a declaration file re-exporting the CommonJS declarations; and the
+//                `padlock` bin, an ES module (tsconfig.build.json) whose imports of the library point
+//                into dist/cjs
+// dist/cjs/package.json says "type": "commonjs", so Node and TypeScript read everything under dist/cjs
+// as CommonJS, and everything else under dist as ESM. Declarations no entry point reaches (the
+// stores' internals) are not shipped, nor are the bin's; nor are the TypeScript sources (package.json
+// "files"): the compiled code and its declarations are what users run and read.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join, dirname } from 'node:path';
+import { join, dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -28,7 +31,67 @@ compile('tsconfig.build.json');
 compile('tsconfig.cjs.json');
 writeFileSync(join(root, 'dist', 'cjs', 'package.json'), `${JSON.stringify({ type: 'commonjs' }, null, 2)}\n`);
 
-writeFileSync(join(root, 'dist', 'stores', 'redis', 'scripts', 'embedded.js'), "// The scripts ship once, in the CommonJS build.\nexport { luaSources } from '../../../cjs/stores/redis/scripts/embedded.js';\n");
-for (const file of readdirSync(join(root, 'dist', 'cli'))) {
-  if (file.endsWith('.d.ts')) rmSync(join(root, 'dist', 'cli', file));
+const dist = join(root, 'dist');
+const cjs = join(dist, 'cjs');
+
+/** Every file under `dir`, as absolute paths. */
+function filesUnder(dir) {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath, entry.name));
+}
+
+// The ES module build keeps only the bin (dist/cli): the library is the CommonJS build's.
+for (const file of filesUnder(dist)) {
+  if (!file.startsWith(cjs + '/') && !file.startsWith(join(dist, 'cli') + '/')) rmSync(file);
+}
+for (const file of filesUnder(join(dist, 'cli'))) {
+  if (file.endsWith('.d.ts')) {
+    rmSync(file);
+    continue;
+  }
+  // The bin's imports of the library (`../inspection.js`) go to the CommonJS build (`../cjs/inspection.js`).
+  const code = readFileSync(file, 'utf8').replace(/(from |import\()'(\.\.\/[^']+)'/g, (_, how, path) => {
+    const target = resolve(dirname(file), path);
+    if (target.startsWith(join(dist, 'cli') + '/')) return `${how}'${path}'`;
+    const into = relative(dirname(file), join(cjs, relative(dist, target)));
+    if (!existsSync(join(cjs, relative(dist, target)))) throw new Error(`the bin imports ${path}, which the CommonJS build lacks: add it to tsconfig.cjs.json`);
+    return `${how}'${into}'`;
+  });
+  writeFileSync(file, code);
+}
+
+// Folders the ES module build no longer has anything in.
+for (const entry of readdirSync(dist, { withFileTypes: true })) {
+  if (entry.isDirectory() && entry.name !== 'cjs' && filesUnder(join(dist, entry.name)).length === 0) rmSync(join(dist, entry.name), { recursive: true });
+}
+
+// The ES module entry points: each re-exports its CommonJS module, and so do its declarations.
+const entries = [
+  ['index', []],
+  ['dashboard/index', []],
+  ['facades/redis-semaphore', []],
+  ['facades/redlock', ['Redlock']],
+];
+for (const [entry, defaultOf] of entries) {
+  const target = `${relative(dirname(join(dist, entry)), join(cjs, entry)) || '.'}.js`.replace(/^(?!\.)/, './');
+  mkdirSync(dirname(join(dist, entry)), { recursive: true });
+  const lines = [`export * from '${target}';`, ...defaultOf.map((name) => `export { ${name} as default } from '${target}';`)];
+  writeFileSync(join(dist, `${entry}.js`), `${lines.join('\n')}\n`);
+  writeFileSync(join(dist, `${entry}.d.ts`), `${lines.join('\n')}\n`);
+}
+
+// Declarations no entry point reaches are left out: a user's compiler reads only what the entry points import.
+const reached = new Set();
+const pending = entries.map(([entry]) => join(cjs, `${entry}.d.ts`));
+while (pending.length > 0) {
+  const file = pending.pop();
+  if (reached.has(file) || !existsSync(file)) continue;
+  reached.add(file);
+  for (const match of readFileSync(file, 'utf8').matchAll(/(?:from\s+|import\s*\(\s*)'(\.[^']+)'/g)) {
+    pending.push(resolve(dirname(file), match[1].replace(/\.js$/, '.d.ts')));
+  }
+}
+for (const file of filesUnder(cjs)) {
+  if (file.endsWith('.d.ts') && !reached.has(file)) rmSync(file);
 }

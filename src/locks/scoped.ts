@@ -4,6 +4,7 @@
  */
 import { LockTimeoutError, PadlockOptionError } from '../errors.js';
 import type { Lease } from '../lease.js';
+import { watchFixedLease } from './fixed-lease-warning.js';
 
 /** `tryAcquire`: the lease, or `null` where the acquisition ran out of time. */
 export async function leaseOrNull<L>(acquiring: Promise<L>): Promise<L | null> {
@@ -31,11 +32,14 @@ export async function withLease<L extends Lease, T>(
   const lease = await acquire();
   return scoped(lease, async () => {
     let result: T;
+    const unwatch = watchFixedLease(lease);
     try {
       result = await fn(lease);
     } catch (error) {
       await lease.release().catch(() => undefined);
       throw error;
+    } finally {
+      unwatch();
     }
     if (lease.signal.aborted) {
       await lease.release().catch(() => undefined);

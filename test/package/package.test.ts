@@ -6,9 +6,10 @@
  * as CommonJS, and TypeScript under each module setting a user may pick (`node16`, `nodenext`,
  * `bundler` with `esnext` and `preserve`, `commonjs`), compiled by the strictest settings (`strict`,
  * `exactOptionalPropertyTypes`, `noUncheckedIndexedAccess`, no `skipLibCheck`). In each, every code
- * example of README.md is compiled and run against a real redis-server, and must exit by itself,
- * with code 0, saying nothing on stderr. The examples come from README.md itself (see
- * readme-examples.ts), so the README and this test cannot drift apart. The ioredis 5 projects also
+ * example of README.md (and of docs/api.md and docs/production.md, where its longer sections went)
+ * is compiled and run against a real redis-server, and must exit by itself, with code 0, saying
+ * nothing on stderr. The examples come from those files themselves (see readme-examples.ts), so
+ * the docs and this test cannot drift apart. The ioredis 5 projects also
  * have the OpenTelemetry API and metrics SDK (and run the metrics example); the ioredis 6 and
  * node-redis projects have no OpenTelemetry package, so their runs show that padlock works, and
  * type-checks, without.
@@ -30,6 +31,8 @@ import { clientOf, expectsSyntaxError, parseExamples, runsIn, sourceFor, type Ex
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 const nodeMajor = Number(process.versions.node.split('.')[0]);
+/** The most the installed package may weigh, in bytes (`npm pack`'s unpacked size). */
+const UNPACKED_BOUND = 1_500_000;
 /** A process that has not exited by then is taken to hang (an open handle): it fails its test. */
 const EXIT_BOUND_MS = 30_000;
 /**
@@ -157,11 +160,16 @@ export function check(padlock: Padlock, lease: Lease, signal: AbortSignal | unde
 }
 `;
 
+/** The files whose tagged examples run here: the README and the docs pages its sections moved to. */
+const EXAMPLE_FILES = ['README.md', 'docs/api.md', 'docs/production.md'];
+
 let work: string;
 let examples: Example[];
 
 before(async () => {
-  examples = parseExamples(readFileSync(join(root, 'README.md'), 'utf8'));
+  examples = EXAMPLE_FILES.flatMap((file) => parseExamples(readFileSync(join(root, file), 'utf8'), file));
+  const names = examples.map((example) => example.name);
+  assert.deepEqual(names.filter((name, i) => names.indexOf(name) !== i), [], 'every example has a name of its own, across the files');
   work = mkdtempSync(join(tmpdir(), 'padlock-package-'));
   // npm pack runs the prepack script, which builds dist/ from a clean slate.
   const pack = await run('npm', ['pack', '--pack-destination', work], { cwd: root, timeoutMs: 180_000 });
@@ -170,10 +178,11 @@ before(async () => {
   assert.ok(tarball !== undefined, 'npm pack made a tarball');
   const listing = await run('tar', ['-tzf', join(work, tarball)], { cwd: work, timeoutMs: 30_000 });
   const files = new Set(listing.stdout.split('\n').map((line) => line.replace(/^package\//, '')));
-  for (const file of ['LICENSE', 'README.md', 'bench/README.md', 'package.json', 'dist/index.js', 'dist/index.d.ts', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/cjs/package.json', 'dist/cli/main.js', 'dist/dashboard/index.js', 'dist/dashboard/index.d.ts', 'dist/cjs/dashboard/index.js', 'dist/cjs/dashboard/index.d.ts']) {
+  for (const file of ['LICENSE', 'README.md', 'docs/api.md', 'docs/migrating.md', 'package.json', 'dist/index.js', 'dist/index.d.ts', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/cjs/package.json', 'dist/cli/main.js', 'dist/dashboard/index.js', 'dist/dashboard/index.d.ts', 'dist/cjs/dashboard/index.js', 'dist/cjs/dashboard/index.d.ts', 'dist/facades/redlock.js', 'dist/facades/redlock.d.ts', 'dist/cjs/facades/redlock.js', 'dist/cjs/facades/redlock.d.ts', 'dist/facades/redis-semaphore.js', 'dist/facades/redis-semaphore.d.ts', 'dist/cjs/facades/redis-semaphore.js', 'dist/cjs/facades/redis-semaphore.d.ts']) {
     assert.ok(files.has(file), `the tarball has ${file}`);
   }
   assert.deepEqual([...files].filter((file) => /^(build|test|node_modules)\//.test(file) || file.endsWith('.tgz')), [], 'no build output, test or tarball in the tarball');
+  assert.deepEqual([...files].filter((file) => /^bench\/|\.png$/.test(file)), [], 'no benchmark report or picture: they stay in the repository');
 
   // One install per client, shared by that client's projects (each a sub-folder with its own
   // package.json): padlock from the tarball, its dependencies from npm's cache where it has them
@@ -244,19 +253,20 @@ function writeProject(project: Project, dir: string): { example: Example; file: 
 
 describe('the packed package, installed into fresh projects', { concurrency: 3 }, () => {
   for (const project of projects) {
-    it(`${project.name}: every README example compiles, runs and exits by itself`, { timeout: 300_000 }, async () => {
+    it(`${project.name}: every example of the README and docs compiles, runs and exits by itself`, { timeout: 300_000 }, async () => {
       const dir = join(work, project.client, project.name);
       const runs = writeProject(project, dir);
-      assert.ok(runs.length >= (project.client === 'node-redis' ? 1 : 3), `README examples found for ${project.name}: ${runs.map((r) => r.example.name).join(', ')}`);
+      assert.ok(runs.length >= (project.client === 'node-redis' ? 1 : 3), `examples found for ${project.name}: ${runs.map((r) => r.example.name).join(', ')}`);
 
       if (project.language === 'ts') {
         const compile = await run(process.execPath, [tsc, '-p', '.', '--pretty', 'false', '--listFiles'], { cwd: dir, timeoutMs: 120_000 });
         const errors = compile.stdout.split('\n').filter((line) => line.includes('error TS'));
         assert.equal(compile.code, 0, `tsc (module ${project.tsModule}, moduleResolution ${project.tsResolution}):\n${errors.join('\n') || compile.stdout}`);
         // The declarations of the matching build, and only those: ESM types for ESM code, CommonJS types for CommonJS.
-        // (Entry points only: a declaration deeper in dist, e.g. dist/stores/redis/scripts/index.d.ts, is not one.)
+        // (Entry points only: a declaration deeper in dist, e.g. dist/cjs/locks/lock.d.ts, is not one.)
+        // An ES module project reads the ES module entry point's declarations, which re-export the CommonJS ones (as its code does).
         const padlockTypes = compile.stdout.split('\n').filter((line) => /\/node_modules\/padlock\/dist\/(cjs\/)?index\.d\.ts$/.test(line));
-        assert.deepEqual(padlockTypes.map((line) => line.slice(line.indexOf('/node_modules/padlock/'))), [project.format === 'esm' ? '/node_modules/padlock/dist/index.d.ts' : '/node_modules/padlock/dist/cjs/index.d.ts']);
+        assert.deepEqual(padlockTypes.map((line) => line.slice(line.indexOf('/node_modules/padlock/'))).sort(), project.format === 'esm' ? ['/node_modules/padlock/dist/cjs/index.d.ts', '/node_modules/padlock/dist/index.d.ts'] : ['/node_modules/padlock/dist/cjs/index.d.ts']);
       } else {
         const resolved = await run(process.execPath, ['resolve.js'], { cwd: dir, timeoutMs: EXIT_BOUND_MS });
         assert.equal(resolved.code, 0, show('resolve.js', resolved));
@@ -267,7 +277,7 @@ describe('the packed package, installed into fresh projects', { concurrency: 3 }
       const server = await startServer();
       for (const { example, file } of runs) {
         const result = await run(process.execPath, [file], { cwd: dir, env: { REDIS_URL: server.url }, timeoutMs: EXIT_BOUND_MS });
-        const what = `README example '${example.name}' (README.md:${example.line}) in ${project.name}`;
+        const what = `example '${example.name}' (${example.file}:${example.line}) in ${project.name}`;
         if (expectsSyntaxError(example, project, nodeMajor)) {
           assert.ok(!result.timedOut && result.code !== 0 && /SyntaxError/.test(result.stderr), show(`${what}: plain JavaScript before Node 24 must refuse it with a SyntaxError, as the README says; it`, result));
           continue;
@@ -294,7 +304,7 @@ describe('the packed package, installed into fresh projects', { concurrency: 3 }
               .flatMap(({ example, file }) => downs.map(async (down) => ({ example, down, result: await run(process.execPath, [file], { cwd: dir, env: { REDIS_URL: down }, timeoutMs: DOWN_EXIT_BOUND_MS }) }))),
           );
           for (const { example, down, result } of ends) {
-            const what = `README example '${example.name}' (README.md:${example.line}) in ${project.name}, Redis down (${down === downs[0] ? 'refused' : 'never answering'}),`;
+            const what = `example '${example.name}' (${example.file}:${example.line}) in ${project.name}, Redis down (${down === downs[0] ? 'refused' : 'never answering'}),`;
             assert.ok(!result.timedOut, show(what, result, DOWN_EXIT_BOUND_MS));
             assert.notEqual(result.code, 0, show(`${what} cannot succeed; it`, result));
           }
@@ -305,7 +315,7 @@ describe('the packed package, installed into fresh projects', { concurrency: 3 }
     });
   }
 
-  it('ships what users run: the Lua scripts once, no sources or maps, no bin declarations, no development scripts', () => {
+  it('ships what users run, at most 1.5 MB: the library once (ES module entry points re-export the CommonJS build), the Lua scripts once, no sources or maps, no bin declarations, no development scripts', async () => {
     // The package as npm installed it from the tarball.
     const installed = join(work, 'ioredis5', 'node_modules', 'padlock');
     const files = (readdirSync(installed, { recursive: true, withFileTypes: true }))
@@ -316,6 +326,12 @@ describe('the packed package, installed into fresh projects', { concurrency: 3 }
     assert.deepEqual(files.filter((file) => file.startsWith('src/') || file.endsWith('.map') || file.endsWith('.ts') && !file.endsWith('.d.ts')), [], 'no TypeScript sources, no source maps');
     assert.deepEqual(files.filter((file) => file.startsWith('dist/cli/') && file.endsWith('.d.ts')), [], 'no declarations for the bin');
     assert.ok(files.every((file) => statSync(join(installed, file)).size < 300_000), 'no file of 300 KB or more');
+    // What `npm pack` reports as the unpacked size: the sum of the files' sizes.
+    const unpacked = files.reduce((sum, file) => sum + statSync(join(installed, file)).size, 0);
+    assert.ok(unpacked <= UNPACKED_BOUND, `the package unpacks to ${unpacked} bytes in ${files.length} files, over ${UNPACKED_BOUND}: see what grew (npm pack --dry-run)`);
+    assert.deepEqual(files.filter((file) => file.startsWith('dist/') && !file.startsWith('dist/cjs/') && !file.startsWith('dist/cli/')).sort(), ['dashboard/index', 'facades/redis-semaphore', 'facades/redlock', 'index'].flatMap((entry) => [`dist/${entry}.d.ts`, `dist/${entry}.js`]).sort(), 'the ES module side is its entry points (and the bin)');
+    const same = await run(process.execPath, ['--input-type=module', '-e', "import { createRequire } from 'node:module'; const esm = await import('padlock'); const cjs = createRequire(import.meta.url)('padlock'); console.log(esm.Padlock === cjs.Padlock && esm.LockTimeoutError === cjs.LockTimeoutError);"], { cwd: join(work, 'ioredis5'), timeoutMs: EXIT_BOUND_MS });
+    assert.equal(same.stdout.trim(), 'true', show('import and require load one copy of padlock:', same));
     const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as Record<string, unknown>;
     assert.equal(manifest['scripts'], undefined, 'the development scripts (which run files not shipped) are not published');
     assert.equal(manifest['devDependencies'], undefined);
@@ -373,6 +389,104 @@ void createDashboard({ redis: 'redis://127.0.0.1:6379' });
     writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, include: ['check.ts'] }));
     const compile = await run(process.execPath, [tsc, '-p', '.', '--pretty', 'false'], { cwd: dir, timeoutMs: 120_000 });
     assert.equal(compile.code, 0, `tsc of padlock/dashboard's types:\n${compile.stdout}${compile.stderr}`);
+  });
+
+  it("padlock/redlock and padlock/redis-semaphore: the peers' README snippets, ported by changing only the import, type-check under strict nodenext and run (ESM and CommonJS)", { timeout: 120_000 }, async () => {
+    const server = await startServer();
+    const dir = join(work, 'ioredis5', 'facades-port');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ private: true, type: 'module' }));
+    // redlock's README (Configuration, Usage, Error Handling), its import line changed.
+    writeFileSync(
+      join(dir, 'redlock-port.ts'),
+      `import { Redis } from 'ioredis';
+import Redlock, { ResourceLockedError } from 'padlock/redlock';
+
+const redisA = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+const redlock = new Redlock([redisA], { driftFactor: 0.01, retryCount: 10, retryDelay: 200, retryJitter: 200, automaticExtensionThreshold: 500 });
+redlock.on('error', (error) => {
+  if (error instanceof ResourceLockedError) {
+    return;
+  }
+  console.error(error);
+});
+const [senderId, recipientId] = ['sender', 'recipient'];
+await redlock.using([senderId, recipientId], 5000, async (signal) => {
+  if (signal.aborted) {
+    throw signal.error;
+  }
+});
+let lock = await redlock.acquire(['a'], 5000);
+try {
+  lock = await lock.extend(5000);
+} finally {
+  await lock.release();
+}
+console.log(JSON.stringify({ redlock: lock.fence > 0 }));
+await redisA.quit();
+`,
+    );
+    // redis-semaphore's README (Mutex, Semaphore), its import line changed.
+    writeFileSync(
+      join(dir, 'redis-semaphore-port.ts'),
+      `import { Redis } from 'ioredis';
+import { Mutex, Semaphore } from 'padlock/redis-semaphore';
+
+const redisClient = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+
+async function doSomething(): Promise<void> {
+  const mutex = new Mutex(redisClient, 'lockingResource', { lockTimeout: 10_000, acquireTimeout: 2_000 });
+  await mutex.acquire();
+  try {
+    // critical code
+  } finally {
+    await mutex.release();
+  }
+}
+
+async function doSomethingLimited(): Promise<void> {
+  const semaphore = new Semaphore(redisClient, 'lockingResource', 5);
+  await semaphore.acquire();
+  try {
+    // maximum 5 simultaneously executions
+  } finally {
+    await semaphore.release();
+  }
+}
+
+await doSomething();
+await doSomethingLimited();
+console.log(JSON.stringify({ redisSemaphore: true }));
+await redisClient.quit();
+`,
+    );
+    const compilerOptions = { strict: true, exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true, skipLibCheck: false, skipDefaultLibCheck: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', types: ['node'], rootDir: '.', outDir: 'out', noEmitOnError: true };
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, include: ['*.ts'] }));
+    const compile = await run(process.execPath, [tsc, '-p', '.', '--pretty', 'false'], { cwd: dir, timeoutMs: 120_000 });
+    assert.equal(compile.code, 0, `tsc of the ported snippets:\n${compile.stdout}${compile.stderr}`);
+    // CommonJS, as redlock's README says its CommonJS users write it.
+    writeFileSync(
+      join(dir, 'port.cjs'),
+      `const { Redis } = require('ioredis');
+const { default: Redlock } = require('padlock/redlock');
+const { Mutex } = require('padlock/redis-semaphore');
+(async () => {
+  const redis = new Redis(process.env.REDIS_URL);
+  const ran = await new Redlock([redis]).using(['cjs'], 5000, async () => 'ran');
+  const mutex = new Mutex(redis, 'cjs');
+  await mutex.acquire();
+  await mutex.release();
+  console.log(JSON.stringify({ cjs: ran }));
+  await redis.quit();
+})();
+`,
+    );
+    for (const [file, expected] of [[join('out', 'redlock-port.js'), { redlock: true }], [join('out', 'redis-semaphore-port.js'), { redisSemaphore: true }], ['port.cjs', { cjs: 'ran' }]] as const) {
+      const result = await run(process.execPath, [file], { cwd: dir, env: { REDIS_URL: server.url }, timeoutMs: EXIT_BOUND_MS });
+      assert.ok(!result.timedOut && result.code === 0, show(file, result));
+      assert.equal(result.stderr, '', show(`${file} wrote to stderr; it`, result));
+      assert.deepEqual(JSON.parse(result.stdout), expected);
+    }
   });
 
   it('the padlock bin from the tarball runs the demo and exits by itself', { timeout: 120_000 }, async () => {

@@ -1,6 +1,7 @@
 /**
- * The code examples of README.md, as the package test compiles and runs them. Each ```ts or ```js
- * block of the README must follow a tag, so that a new example cannot escape the test:
+ * The code examples of README.md and of the docs pages its sections moved to (docs/api.md,
+ * docs/production.md), as the package test compiles and runs them. Each ```ts or ```js block of
+ * those files must follow a tag, so that a new example cannot escape the test:
  *
  *     <!-- example: NAME [FLAG ...] -->
  *
@@ -22,6 +23,8 @@ import ts from 'typescript';
 
 /** A tagged code block of the README. */
 export interface Example {
+  /** The Markdown file it is in, relative to the repository (for messages). */
+  readonly file: string;
   readonly name: string;
   readonly lang: 'ts' | 'js';
   readonly flags: ReadonlySet<Flag>;
@@ -46,8 +49,8 @@ export interface Target {
 const TAG = /^<!--\s*example:\s*([a-z0-9-]+)((?:\s+[a-z0-9-]+)*)\s*-->$/;
 const FENCE = /^```([a-z]*)\s*$/;
 
-/** Parses README.md's examples; throws when a ts/js block has no tag or a tag is malformed. */
-export function parseExamples(markdown: string): Example[] {
+/** Parses the examples of one Markdown file; throws when a ts/js block has no tag or a tag is malformed. */
+export function parseExamples(markdown: string, file = 'README.md'): Example[] {
   const lines = markdown.split('\n');
   const examples: Example[] = [];
   const names = new Set<string>();
@@ -55,7 +58,7 @@ export function parseExamples(markdown: string): Example[] {
     const open = FENCE.exec(lines[i] ?? '');
     if (open === null) continue;
     const end = lines.findIndex((line, j) => j > i && line.startsWith('```'));
-    if (end < 0) throw new Error(`README.md:${i + 1}: unclosed code block`);
+    if (end < 0) throw new Error(`${file}:${i + 1}: unclosed code block`);
     const lang = open[1] ?? '';
     if (['ts', 'typescript', 'js', 'javascript'].includes(lang)) {
       // The tag is the nearest non-blank line above the fence.
@@ -63,19 +66,19 @@ export function parseExamples(markdown: string): Example[] {
       while (k >= 0 && (lines[k] ?? '').trim() === '') k--;
       const tag = TAG.exec((lines[k] ?? '').trim());
       if (tag === null) {
-        throw new Error(`README.md:${i + 1}: a \`\`\`${lang} block needs a tag line above it, <!-- example: NAME [${FLAGS.join(' | ')}] -->, so the package test runs it`);
+        throw new Error(`${file}:${i + 1}: a \`\`\`${lang} block needs a tag line above it, <!-- example: NAME [${FLAGS.join(' | ')}] -->, so the package test runs it`);
       }
       const name = tag[1] ?? '';
       const flags = new Set<Flag>();
       for (const flag of (tag[2] ?? '').trim().split(/\s+/).filter((f) => f !== '')) {
-        if (!(FLAGS as readonly string[]).includes(flag)) throw new Error(`README.md:${k + 1}: unknown example flag '${flag}' (known: ${FLAGS.join(', ')})`);
+        if (!(FLAGS as readonly string[]).includes(flag)) throw new Error(`${file}:${k + 1}: unknown example flag '${flag}' (known: ${FLAGS.join(', ')})`);
         flags.add(flag as Flag);
       }
-      if (names.has(name)) throw new Error(`README.md:${k + 1}: two examples are named '${name}'`);
+      if (names.has(name)) throw new Error(`${file}:${k + 1}: two examples are named '${name}'`);
       names.add(name);
       const isJs = lang === 'js' || lang === 'javascript';
-      if (flags.has('commonjs') !== isJs) throw new Error(`README.md:${i + 1}: '${name}': a \`\`\`js block must be tagged commonjs, and only it`);
-      examples.push({ name, lang: isJs ? 'js' : 'ts', flags, code: lines.slice(i + 1, end).join('\n'), line: i + 1 });
+      if (flags.has('commonjs') !== isJs) throw new Error(`${file}:${i + 1}: '${name}': a \`\`\`js block must be tagged commonjs, and only it`);
+      examples.push({ file, name, lang: isJs ? 'js' : 'ts', flags, code: lines.slice(i + 1, end).join('\n'), line: i + 1 });
     }
     i = end;
   }
@@ -97,7 +100,7 @@ export function runsIn(example: Example, target: Target): boolean {
 export function clientOf(example: Example): string {
   if (example.flags.has('fragment')) return 'ioredis';
   const uses = ['ioredis', 'redis', 'iovalkey'].filter((name) => new RegExp(`from '${name}'|require\\('${name}'\\)`).test(example.code));
-  if (uses.length !== 1) throw new Error(`README.md:${example.line}: '${example.name}' must use exactly one Redis client package, uses ${uses.length === 0 ? 'none' : uses.join(', ')}`);
+  if (uses.length !== 1) throw new Error(`${example.file}:${example.line}: '${example.name}' must use exactly one Redis client package, uses ${uses.length === 0 ? 'none' : uses.join(', ')}`);
   return uses[0] ?? '';
 }
 
@@ -126,7 +129,7 @@ function splitImports(example: Example): { imports: Map<string, string[]>; body:
     if (line === '') continue;
     if (!line.startsWith('import ')) break;
     const match = IMPORT.exec(line);
-    if (match === null) throw new Error(`README.md '${example.name}': write imports as one-line named imports, got: ${line}`);
+    if (match === null) throw new Error(`${example.file} '${example.name}': write imports as one-line named imports, got: ${line}`);
     const names = (match[2] ?? '').split(',').map((n) => n.trim()).filter((n) => n !== '').map((n) => (match[1] === undefined ? n : `type ${n}`));
     imports.set(match[3] ?? '', [...(imports.get(match[3] ?? '') ?? []), ...names]);
   }

@@ -1,6 +1,7 @@
 /**
  * Every member of padlock's public surface has TSDoc: each name exported from src/index.ts (and
- * src/dashboard/index.ts, `padlock/dashboard`), and
+ * src/dashboard/index.ts, `padlock/dashboard`; src/facades/redlock.ts and redis-semaphore.ts, the
+ * facades), and
  * each property, method, constructor and accessor of the types and classes it names (what an
  * editor shows a user on hover), except what is `@internal` (stripped from the published
  * declarations). Read with the TypeScript compiler from the sources, as the declarations are made.
@@ -70,5 +71,9 @@ describe('the published types', () => {
 
   it('document every public member of padlock/dashboard (TSDoc)', () => {
     assert.deepEqual(undocumented(`${root}src/dashboard/index.ts`), []);
+  });
+
+  it('document every public member of padlock/redlock and padlock/redis-semaphore (TSDoc)', () => {
+    assert.deepEqual([...undocumented(`${root}src/facades/redlock.ts`), ...undocumented(`${root}src/facades/redis-semaphore.ts`)], []);
   });
 });
