@@ -2,14 +2,21 @@
 // Installs the npm dependencies when node_modules is missing, and redis-server, redis-cli
 // (redis-tools: it creates the test Cluster), redis-sentinel, tmux (the CLI's terminal tests)
 // and chromium (the dashboard's browser tests), and for the tests only, zookeeper with a Java
-// runtime and etcd-server (the consensus stores' tests), from Debian's packages when they are missing and this is a root shell with apt-get; otherwise
+// runtime, etcd-server (the consensus stores' tests) and postgresql (the PostgreSQL store's), from Debian's packages when they are missing and this is a root shell with apt-get; otherwise
 // says what to do.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 
 function has(command) {
   if (command.startsWith('/')) return existsSync(command);
   return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0;
+}
+
+/** Debian's `postgres` binary (under /usr/lib/postgresql/<version>/bin), or where it would be. */
+function postgresBinary() {
+  const root = '/usr/lib/postgresql';
+  const versions = existsSync(root) ? readdirSync(root).filter((v) => existsSync(`${root}/${v}/bin/postgres`)) : [];
+  return versions.length > 0 ? `${root}/${versions[0]}/bin/postgres` : `${root}/15/bin/postgres`;
 }
 
 // `npm test` (not `npm run demo`, which needs Redis only) also needs the consensus stores.
@@ -40,6 +47,8 @@ const needed = [
         ['/usr/share/java/zookeeper.jar', 'zookeeper', true],
         ['java', 'default-jre-headless', true],
         ['etcd', 'etcd-server', true],
+        // The PostgreSQL store's tests start private servers from Debian's binaries (any version).
+        [postgresBinary(), 'postgresql', true],
       ]
     : []),
 ].filter(([command]) => !has(command));

@@ -152,7 +152,7 @@ export interface PadlockOptions {
    */
   drainMs?: number | undefined;
   /**
-   * Metrics through OpenTelemetry (see the README's Metrics section for the instruments). By
+   * Metrics through OpenTelemetry (see docs/production.md, Metrics, for the instruments). By
    * default padlock records to the global `MeterProvider` of `@opentelemetry/api` if the
    * application has that package installed (loaded on first need; register the SDK before the
    * first lock), and records nothing otherwise. `false` turns metrics off.
