@@ -22,6 +22,11 @@ export interface CatalogEntry {
   readonly holds: boolean;
   /** The client (session or lease, as the store names it) it lives by; `null` when unknown. */
   readonly client: string | null;
+  /**
+   * When it joined, ms since the epoch by the store's clock (ZooKeeper: its znode's `ctime`);
+   * `undefined` where the store keeps no time (etcd keeps revisions).
+   */
+  readonly since?: number | undefined;
 }
 
 /** One lock of a consensus store, read. */
@@ -49,7 +54,7 @@ export interface LockCatalog {
 }
 
 /** The state of `lock`, as `padlock list` and `inspect` show it (up to `waiters` waiters listed). */
-export function lockStateOf(lock: CatalogLock, waiters = Infinity): LockState {
+export function lockStateOf(lock: CatalogLock, waiters = Infinity, now = Date.now()): LockState {
   const holding = lock.entries.filter((entry) => entry.holds);
   const waiting = lock.entries.filter((entry) => !entry.holds);
   const fences = holding.map((entry) => entry.order);
@@ -69,7 +74,7 @@ export function lockStateOf(lock: CatalogLock, waiters = Infinity): LockState {
     kind: waiterKind(lock.kind, entry.role),
     clientId: entry.client,
     alive: true, // a participant lives exactly as long as its session or lease
-    waitedMs: null,
+    waitedMs: entry.since === undefined ? null : Math.max(0, now - entry.since),
     heartbeatMs: null,
     leaseMs: null,
     ...(lock.kind === 'semaphore' ? { permits: entry.permits } : {}),
@@ -84,7 +89,7 @@ export function lockStateOf(lock: CatalogLock, waiters = Infinity): LockState {
     holders,
     ...(lock.kind === 'semaphore' ? { permits: { used: holding.reduce((sum, entry) => sum + entry.permits, 0), limit: lock.limit, codeLimit: lock.codeLimit } } : {}),
     waiting: waiting.length,
-    oldestWaitMs: null,
+    oldestWaitMs: waiting.reduce<number | null>((oldest, entry) => (entry.since === undefined ? oldest : Math.max(oldest ?? 0, now - entry.since, 0)), null),
     lastFence: fence,
     waiters: queued,
     keys: [],

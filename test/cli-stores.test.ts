@@ -77,6 +77,9 @@ function operatorCommands(name: string, start: () => Promise<StoreUnderTest>): v
       assert.equal(invoice?.fence, lease.fence);
       assert.deepEqual(invoice?.holders.map((h) => [h.owner, h.holdCount]), [[lease.owner, 1]]);
       assert.equal(invoice?.waiting, 1);
+      // ZooKeeper times a wait from the waiter's znode's ctime; etcd keeps revisions, no time.
+      if (store.flag.includes('--zookeeper')) assert.ok(typeof invoice?.oldestWaitMs === 'number' && invoice.oldestWaitMs >= 0 && invoice.oldestWaitMs < 60_000, `oldest wait ${invoice?.oldestWaitMs}`);
+      else assert.equal(invoice?.oldestWaitMs, null);
 
       const all = JSON.parse((await runBin(['list', '--json', '--prefix', 'ops', ...store.flag])).stdout) as ListReport;
       const pool = all.locks.find((l) => l.name === 'pool');

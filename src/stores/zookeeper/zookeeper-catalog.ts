@@ -2,11 +2,12 @@
  * An operator's read of the ZooKeeper store (catalog.ts): every lock in use under the prefix, from
  * the children of each family's znode and of each lock's, each lock's queue judged by the same rules
  * its waiters use (znode-queue.ts). A holder's fence is its child's creation zxid; its lease is its
- * session, of which nothing can be said from outside (`leaseMs` null).
+ * session, of which nothing can be said from outside (`leaseMs` null). A waiter's wait is timed from
+ * its child's creation (`ctime`, the ensemble's clock against this process's: as close as they agree).
  */
 import { byNameThenKind, decodeName, type CatalogEntry, type CatalogLock, type LockCatalog } from '../../catalog.js';
 import type { LockKind } from '../../inspection.js';
-import { creationZxid, type ZooKeeperOps } from './zookeeper-client.js';
+import { creationTime, creationZxid, type ZooKeeperOps } from './zookeeper-client.js';
 import { countIn, limitIn } from './zookeeper-lock.js';
 import { queueOf, turnOf } from './znode-queue.js';
 
@@ -52,6 +53,7 @@ export class ZooKeeperCatalog implements LockCatalog {
         count: countIn(child.data),
         holds: turnOf(queue, p.name, limit)?.holds === true,
         client: sessionOf(child.stat),
+        since: creationTime(child.stat),
       });
     });
     return { kind, name, entries, limit: stored ?? null, codeLimit: stored === undefined && kind === 'semaphore' ? (queue.find((p) => p.limit !== undefined)?.limit ?? null) : null, leaseMs: null };

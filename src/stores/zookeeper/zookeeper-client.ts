@@ -36,6 +36,11 @@ export function creationZxid(stat: Stat): number {
   return stat.czxid.readUInt32BE(0) * 2 ** 32 + stat.czxid.readUInt32BE(4);
 }
 
+/** When a znode was created, ms since the epoch by the clock of the server that led then (its `ctime`). */
+export function creationTime(stat: Stat): number {
+  return stat.ctime.readUInt32BE(0) * 2 ** 32 + stat.ctime.readUInt32BE(4);
+}
+
 /** node-zookeeper-client 1.x's connection manager, as far as padlock reads it (its public API says neither). */
 interface ConnectionManagerLike {
   /** 0 (DISCONNECTED) until `connect()` is first called; `getState()` says DISCONNECTED while connecting too. */
