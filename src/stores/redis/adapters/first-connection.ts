@@ -18,8 +18,17 @@ export interface ConnectionEvents {
   off?(event: string, listener: (...args: never[]) => void): unknown;
 }
 
-/** Makes {@link CommandConnection.firstConnection} for `client`, whose state `state` reads. */
+/** One follower per client, however many Padlocks share it (one listener each, not one per Padlock). */
+const followers = new WeakMap<ConnectionEvents, CommandConnection['firstConnection']>();
+
+/** Makes {@link CommandConnection.firstConnection} for `client`, whose state `state` reads (made once per client). */
 export function followFirstConnection(client: ConnectionEvents, state: () => ClientState): CommandConnection['firstConnection'] {
+  let follower = followers.get(client);
+  if (follower === undefined) followers.set(client, (follower = follow(client, state)));
+  return follower;
+}
+
+function follow(client: ConnectionEvents, state: () => ClientState): CommandConnection['firstConnection'] {
   let connected = false;
   let lastError: Error | undefined;
   let waiting: { readonly promise: Promise<void>; resolve(): void; reject(error: Error): void } | undefined;

@@ -142,6 +142,8 @@ export class ScriptRunner {
     try {
       await connecting;
     } catch (error) {
+      // Redis answered and refused (a wrong password, no password, an unknown user): not unreachable.
+      if (this.#isReply(error) && !isPassingReply(error)) throw new RedisCommandError(lock, error);
       throw new RedisUnavailableError(lock, error, `cannot reach ${this.connection.address}: ${describeConnectError(error)}`);
     }
     if (gaveUp?.aborted === true) throw new RedisUnavailableError(lock, undefined, 'the call was given up on before the client connected');
