@@ -6,7 +6,9 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Padlock, PadlockOptionError, PostgresUnavailableError, postgresSchemaSql, type Lease, type PadlockOptions } from '../src/index.js';
+import { LockLostError, Padlock, PadlockOptionError, PostgresUnavailableError, postgresSchemaSql, type Lease, type PadlockOptions } from '../src/index.js';
+import { PostgresStore } from '../src/stores/postgres/postgres-store.js';
+import { internals } from '../src/testing.js';
 import { startPostgres, type PostgresServer } from './harness/postgres.js';
 import { delay, eventually } from './harness/redis.js';
 import pg from 'pg';
@@ -24,9 +26,19 @@ describe('padlock on PostgreSQL (one server)', { timeout: 60_000 }, () => {
     prefixOf.set(made, prefix);
     return made;
   };
-  /** The backends listening for a Padlock now (their last statement was its LISTEN). */
-  const listeners = async (): Promise<number[]> =>
-    (await server.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN "padlock_%' AND pid <> pg_backend_pid()`)).map((r) => r.pid);
+  /** The channel `of` listens on. */
+  const channelOf = (of: Padlock): string => {
+    const { store } = internals(of);
+    if (!(store instanceof PostgresStore)) throw new TypeError('not a PostgreSQL Padlock');
+    return store.listener.channel;
+  };
+  /** The backends listening for `of` now, or for any Padlock (their last statement was its LISTEN). */
+  const listeners = async (of?: Padlock): Promise<number[]> =>
+    (
+      await server.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN "' || $1 || '%' AND pid <> pg_backend_pid()`, [
+        of === undefined ? 'padlock_' : channelOf(of),
+      ])
+    ).map((r) => r.pid);
   /** Rows padlock has under `prefix` (`waiting`: only the waiters'). */
   const rowsOf = async (prefix: string, waiting = false): Promise<number> =>
     Number((await server.query<{ n: string }>(`SELECT count(*) AS n FROM padlock.participants WHERE prefix = $1 AND (NOT $2 OR fence IS NULL)`, [prefix, waiting]))[0]?.n);
@@ -55,16 +67,40 @@ describe('padlock on PostgreSQL (one server)', { timeout: 60_000 }, () => {
         }),
     );
     assert.ok(await eventually(async () => (await rowsOf(prefixOf.get(waiterSide) ?? '', true)) === 3), 'three waiters queued');
-    const before = await listeners();
+    const before = await listeners(waiterSide);
     assert.equal(before.length, 1, 'one LISTEN connection: the waiting Padlock’s');
     await server.query('SELECT pg_terminate_backend($1)', [before[0]]);
-    assert.ok(await eventually(async () => (await listeners()).some((pid) => pid !== before[0])), 'a new LISTEN connection');
+    assert.ok(await eventually(async () => (await listeners(waiterSide)).some((pid) => pid !== before[0])), 'a new LISTEN connection');
     const releasedAt = Date.now();
     await Promise.all(held.map((lease) => lease.release()));
     const leases = await Promise.all(waits);
     assert.deepEqual([...served].sort(), ['a', 'b', 'c']);
     assert.ok(Date.now() - releasedAt < 2_000, `served ${Date.now() - releasedAt} ms after the releases (woken, not by a time-out)`);
     await Promise.all(leases.map((lease) => lease.release()));
+  });
+
+  it('a holder listens from its first hold, once per Padlock (not per acquisition): a force-release tells it at once, also after its LISTEN connection was killed', async () => {
+    const holder = padlock();
+    const operator = padlock({ prefix: prefixOf.get(holder) });
+    const first = await holder.mutex('forced-1').acquire();
+    assert.equal((await listeners(holder)).length, 1, 'listening once its first hold is granted');
+    const more = [await holder.mutex('forced-2').acquire(), await holder.semaphore('forced-3', 3).acquire(), await holder.readWrite('forced-4').read.acquire()];
+    assert.equal((await listeners(holder)).length, 1, 'still one LISTEN connection for four holds');
+    const freedAt = Date.now();
+    assert.equal(await operator.mutex('forced-1').forceRelease(), true);
+    assert.ok(await eventually(() => first.signal.aborted, 1_000), `told in ${Date.now() - freedAt} ms`);
+    assert.ok(first.signal.reason instanceof LockLostError && first.signal.reason.reason === 'taken');
+    assert.ok(more.every((lease) => lease.isHeld), 'the notice named one lock: the others hold on');
+
+    // Its connection killed: the next hold listens again, and a force-release is told again.
+    const [killed] = await listeners(holder);
+    await server.query('SELECT pg_terminate_backend($1)', [killed]);
+    assert.ok(await eventually(async () => (await listeners(holder)).length === 0), 'the killed connection is gone');
+    const again = await holder.mutex('forced-5').acquire();
+    assert.ok(await eventually(async () => (await listeners(holder)).length === 1), 'a new LISTEN connection');
+    assert.equal(await operator.mutex('forced-5').forceRelease(), true);
+    assert.ok(await eventually(() => again.signal.aborted, 1_000), 'told on the new connection');
+    await Promise.all(more.map((lease) => lease.release()));
   });
 
   it('the in-transaction check: a live holder’s transaction commits; a stale holder’s cannot, and no next holder is granted while a checked transaction is open', async () => {
@@ -191,15 +227,14 @@ describe('padlock on PostgreSQL (one server)', { timeout: 60_000 }, () => {
     const b = padlock({ prefix: prefixOf.get(a) });
     const held = await a.mutex('left').acquire();
     const sem = await a.semaphore('left-sem', 2).acquire();
-    const others = await listeners(); // the earlier tests' Padlocks, still open
     const waiting = b.mutex('left').acquire({ waitMs: 5_000 });
-    assert.ok(await eventually(async () => (await listeners()).length > others.length), 'the waiter listens');
+    assert.ok(await eventually(async () => (await listeners(b)).length === 1), 'the waiter listens');
     await held.release();
     await (await waiting).release();
     await sem.release();
     await Promise.all([a.close(), b.close()]);
     assert.equal(await rowsOf(prefixOf.get(a) ?? ''), 0);
-    assert.ok(await eventually(async () => (await listeners()).length === others.length), 'no LISTEN connection left');
+    assert.ok(await eventually(async () => (await listeners(a)).length + (await listeners(b)).length === 0), 'no LISTEN connection left');
   });
 
   it('bounded tables: a dead holder’s row on a name nobody takes again is swept by the next Padlock to connect', async () => {

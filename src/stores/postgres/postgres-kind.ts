@@ -55,6 +55,12 @@ export abstract class PostgresKind extends Lock {
     return this.pg.renew(holds, ms);
   }
 
+  /** A read (a force-release's notice said they may be gone): each hold's remaining lease by the server's clock, no lease moved. */
+  override async check(holds: readonly Hold[]): Promise<number[]> {
+    const left = await this.pg.call(this.name, () => this.pg.ops.remaining(holds.map((hold) => hold.fence)));
+    return holds.map((hold) => left.get(hold.fence) ?? 0);
+  }
+
   async releaseInStore(hold: Hold, count: number): Promise<number> {
     const left = await this.pg.call(this.name, () => this.pg.ops.release(this.ref, this.role, hold.owner, count));
     if (left < 0) throw new LockNotHeldError(this.name, hold.owner, 'release');
@@ -74,6 +80,7 @@ export abstract class PostgresKind extends Lock {
     const waker = waits ? listener.waker(owner) : undefined;
     let queued = false;
     try {
+      await scope.race(this.pg.listenForHolders());
       for (;;) {
         const generation = listener.generation;
         // Queued only while a connection listens: its wake-up must be able to reach it.
@@ -116,6 +123,7 @@ export abstract class PostgresKind extends Lock {
    * never queued: a grant, or `null` when not free now.
    */
   protected async takeOnce(owner: string, leaseMs: number, passes?: string): Promise<Grant | null> {
+    await this.pg.listenForHolders();
     const sentAt = monotonicNow();
     const request = { role: this.role, owner, permits: this.permits, limit: this.limit, leaseMs, wait: false, passes, channel: this.pg.listener.channel };
     const result = await this.pg.call(this.name, () => this.pg.ops.take(this.ref, request));

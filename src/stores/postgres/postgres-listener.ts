@@ -1,9 +1,11 @@
 /**
  * The one `LISTEN` connection of a Padlock on PostgreSQL: a client checked out of the pool on the
- * first wait and kept until `close()`, listening on a channel of this Padlock's own. The server's
- * `wake` sends one `NOTIFY` per waiter that may hold now, on its Padlock's channel, naming its owner:
- * a release wakes the waiter it lets in, no other Padlock hears of it, and here only that owner's
- * wait looks again.
+ * first hold or wait and kept until `close()`, listening on a channel of this Padlock's own. The
+ * server's `wake` sends one `NOTIFY` per waiter that may hold now, on its Padlock's channel, naming
+ * its owner: a release wakes the waiter it lets in, no other Padlock hears of it, and here only that
+ * owner's wait looks again. A force-release sends `forced <name>` on each holder's channel: the
+ * Padlock checks its holds of that name at once (a hint only: owner tokens have no space, so the two
+ * never mix).
  *
  * A wake-up is never lost: a notification that comes before its waiter sleeps is kept (`pending`);
  * a connection that drops wakes every waiter (a notification may have been lost with it), and each
@@ -47,6 +49,8 @@ export class PostgresListener {
     private readonly replyTimeoutMs: number,
     /** Told when the listening connection is lost. */
     private readonly report: (error: unknown) => void,
+    /** Told the name of a lock a force-release freed of this Padlock's holds. */
+    private readonly forced: (name: string) => void,
   ) {}
 
   /** Whether a connection listens now (a waiter may queue: its wake-up will reach it). */
@@ -137,6 +141,7 @@ export class PostgresListener {
     const payload = message.payload ?? '';
     const probe = this.#probes.get(payload);
     if (probe !== undefined) return probe();
+    if (payload.startsWith(FORCED)) return this.forced(payload.slice(FORCED.length));
     for (const state of this.#wakers.get(payload) ?? []) wake(state);
   }
 
@@ -153,6 +158,9 @@ export class PostgresListener {
     for (const set of this.#wakers.values()) for (const state of set) wake(state);
   }
 }
+
+/** The start of a force-release's notice (postgres-schema.ts's `force_release`), before the lock's name. */
+const FORCED = 'forced ';
 
 function wake(state: WakerState): void {
   state.pending = true;

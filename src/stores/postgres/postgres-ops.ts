@@ -122,6 +122,18 @@ export class PostgresOps {
     return new Map(rows.map((row) => [Number(row.fence), row.remaining_ms]));
   }
 
+  /** A read: each fence still held and its remaining lease by the server's clock (a missing fence is gone). */
+  async remaining(fences: readonly number[]): Promise<Map<number, number>> {
+    const rows = await this.#rows<{ fence: string; remaining_ms: number }>(
+      'remaining',
+      `SELECT p.fence, $S.ms_until(p.expires_at, clock_timestamp()) AS remaining_ms FROM $S.participants p
+         WHERE p.fence = ANY($1::bigint[]) AND p.expires_at > clock_timestamp()`,
+      [fences.map(String)],
+    );
+    return new Map(rows.map((row) => [Number(row.fence), row.remaining_ms]));
+  }
+
+  /** Deletes every holder of `lock` and tells each holder's Padlock on its channel: whether someone held. */
   async forceRelease(lock: LockRef): Promise<boolean> {
     const [row] = await this.#rows<{ held: boolean }>('force_release', 'SELECT $S.force_release($1, $2, $3) AS held', [lock.prefix, lock.family, lock.name]);
     return row?.held === true;

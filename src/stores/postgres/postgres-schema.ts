@@ -10,7 +10,7 @@
  */
 
 /** The schema's layout version: a schema installed by another version is installed again (every statement is idempotent). */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /** A schema name padlock accepts: an unquoted lower-case identifier (no quoting, no case folding to explain). */
 export const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -231,15 +231,22 @@ LANGUAGE sql AS $$
     RETURNING p.fence, ${s}.ms_until(p.expires_at, clock_timestamp())
 $$;
 
--- Deletes every holder of the lock, whoever holds (operators); true when someone held.
+-- Deletes every holder of the lock, whoever holds (operators); true when someone held. Each holder's
+-- Padlock is told on its own channel ('forced <name>', sent at commit: after the rows are gone), and
+-- checks its holds of that name at once rather than at its next renewal.
 CREATE OR REPLACE FUNCTION ${s}.force_release(p_prefix text, p_family text, p_name text) RETURNS boolean
 LANGUAGE plpgsql AS $$
-DECLARE n integer;
+DECLARE
+  n integer := 0;
+  holder_channel text;
 BEGIN
   PERFORM pg_advisory_xact_lock(${s}.lock_key(p_prefix, p_family, p_name));
-  DELETE FROM ${s}.participants p WHERE p.prefix = p_prefix AND p.family = p_family AND p.name = p_name
-    AND p.fence IS NOT NULL AND p.expires_at > clock_timestamp();
-  GET DIAGNOSTICS n = ROW_COUNT;
+  FOR holder_channel IN DELETE FROM ${s}.participants p WHERE p.prefix = p_prefix AND p.family = p_family AND p.name = p_name
+    AND p.fence IS NOT NULL AND p.expires_at > clock_timestamp() RETURNING p.channel LOOP
+    -- One notice per channel: PostgreSQL folds identical notifications of one transaction.
+    PERFORM pg_notify(holder_channel, 'forced ' || p_name);
+    n := n + 1;
+  END LOOP;
   PERFORM ${s}.purge(p_prefix, p_family, p_name);
   PERFORM ${s}.wake(p_prefix, p_family, p_name);
   RETURN n > 0;

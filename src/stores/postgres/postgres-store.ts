@@ -1,13 +1,13 @@
 /**
  * The PostgreSQL store: every holder and waiter of a lock is a row of padlock's `participants` table
- * (postgres-schema.ts), granted and expired by the server's clock; waits are woken by `NOTIFY` on
- * this Padlock's one `LISTEN` connection (postgres-listener.ts); the watchdog renews every hold in
+ * (postgres-schema.ts), granted and expired by the server's clock; waits are woken, and holders told of
+ * a force-release, by `NOTIFY` on this Padlock's one `LISTEN` connection (postgres-listener.ts); the watchdog renews every hold in
  * one statement per tick. What the kinds share lives here: the pool's calls, bounded and typed, the
  * schema's check (a writable primary, padlock's objects installed or installed here), the listener,
  * and the sweep that keeps the tables bounded (docs/postgres.md).
  */
 import type { Pool } from 'pg';
-import { bound } from '../../clock.js';
+import { bound, monotonicNow } from '../../clock.js';
 import { PostgresUnavailableError } from '../../errors.js';
 import type { Hold } from '../../hold.js';
 import type { Lock } from '../../locks/lock.js';
@@ -34,6 +34,9 @@ export interface PostgresStoreOptions {
 /** How often a Padlock deletes rows that outlived their lease (locks nobody takes again). */
 const SWEEP_EVERY_MS = 10 * 60_000;
 
+/** After a failed try to listen for holders, how long a new hold goes without starting another (a pooler that breaks `LISTEN` fails each one after half the reply time-out). */
+const RELISTEN_AFTER_FAILURE_MS = 10_000;
+
 export class PostgresStore implements Store {
   readonly description = 'a PostgreSQL server';
   readonly replyTimeoutMs: number;
@@ -47,6 +50,9 @@ export class PostgresStore implements Store {
   #ready: Promise<void> | undefined;
   #sweeper: NodeJS.Timeout | undefined;
   #closed = false;
+  /** The first try to listen for holders (awaited before the first take), settled or under way. */
+  #firstListen: Promise<void> | undefined;
+  #listenFailedAt = -Infinity;
 
   constructor(options: PostgresStoreOptions, host: StoreHost) {
     this.#pool = options.pool;
@@ -55,7 +61,13 @@ export class PostgresStore implements Store {
     this.replyTimeoutMs = options.replyTimeoutMs;
     this.#host = host;
     this.ops = new PostgresOps(options.pool, options.schema);
-    this.listener = new PostgresListener(options.pool, this.ops, options.replyTimeoutMs, (error) => host.report(error));
+    this.listener = new PostgresListener(
+      options.pool,
+      this.ops,
+      options.replyTimeoutMs,
+      (error) => host.report(error),
+      (name) => host.suspect(name),
+    );
   }
 
   noReply(lock: string | undefined, ms: number): PostgresUnavailableError {
@@ -112,7 +124,29 @@ export class PostgresStore implements Store {
     return holds.map((hold) => left.get(hold.fence) ?? 0);
   }
 
-  holding(): void {}
+  /**
+   * Resolves once this Padlock listens, so that a force-release of the hold a take is about to get
+   * is heard: the first take waits for the first try (a connection, `LISTEN` and its self-test, once
+   * per Padlock); later ones find it settled. Never rejects: a Padlock that cannot listen still
+   * takes locks (its holders learn of a force-release at their next renewal), and says why once.
+   */
+  listenForHolders(): Promise<void> {
+    this.#firstListen ??= this.#listenForHolders();
+    return this.#firstListen;
+  }
+
+  /** A hold starts: listens again if the connection was lost since (a force-release would go unheard). */
+  holding(): void {
+    if (this.#closed || this.listener.listening || monotonicNow() - this.#listenFailedAt < RELISTEN_AFTER_FAILURE_MS) return;
+    void this.#listenForHolders();
+  }
+
+  #listenForHolders(): Promise<void> {
+    return this.listener.listen().catch((error: unknown) => {
+      this.#listenFailedAt = monotonicNow();
+      if (!this.#closed) this.#host.report(error);
+    });
+  }
 
   /** Lets the listening connection go; rows of waits given up were deleted as each ended. */
   retire(_ms: number): Promise<void> {
