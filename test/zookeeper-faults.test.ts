@@ -69,7 +69,7 @@ function loseNextDeleteAnswer(client: Client, fault: () => Promise<void>): void 
     const commit = transaction.commit.bind(transaction);
     transaction.commit = ((callback: (error: unknown, results: unknown) => void) => commit((error, results) => lose(error, (lost) => callback(lost, results)))) as typeof transaction.commit;
     return transaction;
-  }) as Client['transaction'];
+  });
 }
 
 const now = (): bigint => process.hrtime.bigint();

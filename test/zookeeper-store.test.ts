@@ -62,7 +62,7 @@ describe('padlock on ZooKeeper (standalone)', { timeout: 60_000 }, () => {
     assert.throws(() => new Padlock({ zookeeper: {} as Client }), (error: unknown) => error instanceof PadlockOptionError && error.option === 'zookeeper');
     const refused = (options: object): boolean => {
       try {
-        new Padlock(options as never);
+        new Padlock(options);
         return false;
       } catch (error) {
         return error instanceof PadlockOptionError && error.option === 'zookeeperFactory';
