@@ -275,6 +275,28 @@ describe('the etcd recipe on one member', { timeout: 40_000 }, () => {
     assert.ok(took < 1_700 + 1_000, `answered ${took} ms after it was sent, the member back after 1700 ms`);
   });
 
+  it('a keep-alive a frozen member does not answer is given up after one try, not a whole beat, and the lease is renewed once the member is back', async () => {
+    // A 5 s lease beats every 1.67 s; a try bounded by a whole beat left a renewal the member took
+    // during an election unanswered for ~1 s after the new leader was elected, and a held lease ran out.
+    const client = new Etcd3({ hosts: [...cluster.hosts], dialTimeout: 2_000 });
+    const ops = new EtcdOps(client, { replyTimeoutMs: 5_000, tryMs: 300 });
+    const lease = await LeaseClock.grant(ops, 5_000);
+    opened.push({ client, lease });
+    const [member] = cluster.members;
+    member!.pause();
+    let took: number;
+    try {
+      const startedAt = Date.now();
+      assert.equal(await lease.beat(), false, 'unanswered');
+      took = Date.now() - startedAt;
+    } finally {
+      member!.resume();
+    }
+    assert.ok(took >= 250 && took < 300 + 400, `given up after ${took} ms (one try: 300 ms; a beat: ${lease.beatMs} ms)`);
+    assert.ok(await eventually(() => lease.beat(), 3_000), 'renewed once the member is back');
+    assert.equal(lease.lost, undefined);
+  });
+
   it('a join whose answer was lost, and whose first clean-up failed too, leaves no key: the delete is sent again', async () => {
     // The faults of an election, on the real member: the join is applied but its answer lost, and
     // the first delete that follows does not get through.

@@ -7,9 +7,11 @@
  * hold and every queued waiter of this client) goes with it. The lease is surely alive until
  * `sent + ttl − drift`, where `sent` is when this client sent the last keep-alive that etcd answered
  * with a live TTL (the leader renewed it no earlier than that). Beats go every third of the TTL,
- * each with a deadline of its own: a frozen member keeps its connection open and answers nothing,
- * while the rest of the cluster lets the lease expire. A lease that etcd says is gone (expired or
- * revoked), or whose deadline passed, is lost: every hold under it is told.
+ * each try bounded as any call's is (EtcdOps.tryMs), not by a whole beat: a frozen member keeps its
+ * connection open and answers nothing, while the rest of the cluster lets the lease expire; and a
+ * renewal a member took during an election may stay unanswered after it (seen: 0.7-1 s after a new
+ * leader was elected, while one sent then was answered at once). A lease that etcd says is gone
+ * (expired or revoked), or whose deadline passed, is lost: every hold under it is told.
  */
 import { driftMs, monotonicNow } from '../../clock.js';
 import type { LockLostReason } from '../../errors.js';
@@ -95,15 +97,15 @@ export class LeaseClock {
   }
 
   /**
-   * Renews the lease once now; resolves with whether etcd answered (within a beat). An unanswered
-   * renewal leaves the deadline where the last answer put it.
+   * Renews the lease once now; resolves with whether etcd answered within one try's bound (a beat,
+   * when that is shorter). An unanswered renewal leaves the deadline where the last answer put it.
    */
   async beat(): Promise<boolean> {
     if (this.#lost !== undefined || this.#closed) return false;
     const sent = monotonicNow();
     let ttlMs: number;
     try {
-      ttlMs = await this.ops.keepAlive(this.id, this.beatMs);
+      ttlMs = await this.ops.keepAlive(this.id, Math.min(this.ops.tryMs, this.beatMs));
     } catch {
       return false;
     }
