@@ -21,7 +21,7 @@ const result = spawnSync(
     '--test',
     '--test-concurrency=2',
     // A hang fails its test (and names it) instead of stalling the run.
-    '--test-timeout=180000',
+    '--test-timeout=300000',
     '--test-reporter=spec',
     '--test-reporter-destination=stdout',
     '--test-reporter=tap',

@@ -75,6 +75,8 @@ describe('properties against Redis: refused input sends no command', () => {
     const lock = padlock.mutex('held');
     // A fixed lease of 10 minutes: the watchdog sends nothing while the property runs.
     const lease = await lock.acquire({ leaseMs: 600_000 });
+    // The Padlock's first hold subscribes it to force-release notices: done before counting.
+    await redisInternals(padlock).listeningForForce;
     const badOptions = fc.oneof(
       fc.record({ waitMs: nearMs(0).filter((v) => !isValidMs(v, 0, true)) }),
       fc.record({ leaseMs: nearMs(10).filter((v) => !isValidMs(v, 10, false)) }),

@@ -59,8 +59,10 @@ function follow(client: ConnectionEvents, state: () => ClientState): CommandConn
     client.on('ready', onReady);
     client.on('end', onEnd);
   };
-  // From the start: an error the client meets before padlock's first call is the one to name.
-  if (state() !== 'ready') listen();
+  // A client ready when padlock got it has connected: a later outage is ridden out as any other.
+  // Otherwise, from the start: an error the client meets before padlock's first call is the one to name.
+  if (state() === 'ready') connected = true;
+  else listen();
   return () => {
     if (connected) return undefined;
     const now = state();
