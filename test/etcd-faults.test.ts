@@ -133,7 +133,9 @@ describe('padlock on a 3-member etcd cluster under faults', { timeout: 150_000 }
 
   it('the leader killed as the holder releases: the release moves to a live member, and the next waiter is served within 3 s', async (t) => {
     // The default reply time-out: a release that waited on the dead leader for it served the waiter 5 s after the kill.
-    const holder = padlock({ replyTimeoutMs: 5_000 });
+    // A lease longer than the outage (pause, kill, election: up to ~3 s): with the 2 s one, the
+    // holder's lease could run out by its own clock first, and the release rightly say it no longer held.
+    const holder = padlock({ replyTimeoutMs: 5_000, leaseMs: 6_000 });
     const waiter = padlock({ replyTimeoutMs: 5_000 });
     // Every member back and following one leader (the row before restarted the one it killed).
     assert.ok(await eventually(async () => (await Promise.all(cluster.members.map((m) => m.status()))).every((s) => s !== undefined && s.leader !== '0'), 10_000));
@@ -148,7 +150,7 @@ describe('padlock on a 3-member etcd cluster under faults', { timeout: 150_000 }
       leader.pause();
       const releasing = held.release();
       // A fresh take sent at the same moment (a join, then reads) moves on as the release does.
-      const taking = padlock({ replyTimeoutMs: 5_000 }).mutex('leader:take').acquire({ waitMs: 15_000 });
+      const taking = padlock({ replyTimeoutMs: 5_000, leaseMs: 6_000 }).mutex('leader:take').acquire({ waitMs: 15_000 });
       await delay(20);
       const killedAt = Date.now();
       await leader.kill();
