@@ -15,11 +15,10 @@ import { REPLY_GRACE_MS } from '../src/wait-scope.js';
 import { startEtcd, type Cluster, type EtcdMember } from './harness/etcd.js';
 import { connect, delay, eventually, startServer } from './harness/redis.js';
 import { firstMessage, forkFixture } from './harness/children.js';
-import { check, describeReport, isLive, isSafe, type SafetyReport } from './safety/checker.js';
+import { describeReport, isLive, isSafe, type SafetyReport } from './safety/checker.js';
 import { FencedStore } from './safety/fenced-store.js';
-import type { AcquireFailure, SectionRecord } from './safety/records.js';
+import { runInProcess } from './safety/in-process-run.js';
 
-const now = (): bigint => process.hrtime.bigint();
 /** A lease of 2 s: etcd's TTL is whole seconds, at least 1.5 election time-outs (1.8 s here). */
 const LEASE_MS = 2_000;
 
@@ -55,61 +54,9 @@ describe('padlock on a 3-member etcd cluster under faults', { timeout: 150_000 }
     for (const client of clients) client.close();
   });
 
-  /**
-   * `workers` Padlocks each run `sections` read-modify-write sections of lock `name` on a fenced
-   * store while `during` runs; the checker's report of what happened.
-   */
-  async function runChecked(name: string, workers: number, sections: number, during: (holding: () => Promise<void>) => Promise<void>): Promise<SafetyReport> {
-    const store = new FencedStore(admin, name);
-    await store.reset('checked');
-    const records: SectionRecord[] = [];
-    const failures: AcquireFailure[] = [];
-    let holding: (() => void) | undefined;
-    const someoneHolds = new Promise<void>((resolve) => (holding = resolve));
-    const giveUpAt = Date.now() + 40_000;
-    const worker = async (index: number): Promise<void> => {
-      const p = padlock();
-      for (let seq = 0; seq < sections && Date.now() < giveUpAt; ) {
-        const waitStartedAt = now();
-        let lease;
-        try {
-          lease = await p.mutex(name).acquire({ waitMs: 10_000 });
-        } catch (error) {
-          failures.push({ worker: index, error: (error as Error).name, message: (error as Error).message, tookMs: Number(now() - waitStartedAt) / 1e6 });
-          await delay(100);
-          continue;
-        }
-        const acquiredAt = now();
-        holding?.();
-        let validUntil: bigint | null = null;
-        const stamp = (): void => {
-          const at = now();
-          if (lease.isHeld) validUntil = at;
-        };
-        let read: SectionRecord['read'] = 'none';
-        let write: SectionRecord['write'] = 'none';
-        try {
-          stamp();
-          const r = await store.read(lease.fence, lease.owner);
-          read = r.accepted ? 'ok' : 'refused';
-          await delay(20 + Math.random() * 30);
-          stamp();
-          if (r.accepted) write = (await store.write(lease.fence, lease.owner, r.value)).accepted ? 'ok' : 'refused';
-          else write = 'skipped';
-          stamp();
-        } catch {
-          write = 'error';
-        }
-        const lost = lease.signal.reason instanceof LockLostError ? lease.signal.reason.reason : null;
-        let releaseError: string | null = null;
-        await lease.release().catch((error: unknown) => (releaseError = (error as Error).name));
-        records.push({ worker: index, slot: 0, seq, owner: lease.owner, fence: lease.fence, waitStartedAt, acquiredAt, validUntil, releasedAt: now(), read, write, lost, releaseError });
-        seq++;
-      }
-    };
-    await Promise.all([...Array.from({ length: workers }, (_, i) => worker(i)), during(() => someoneHolds)]);
-    return check({ sections: records, store: await store.log(), finalValue: await store.value(), expectedSections: workers * sections, failures });
-  }
+  /** `workers` Padlocks each run `sections` read-modify-write sections of lock `name` while `during` runs; the checker's report. */
+  const runChecked = (name: string, workers: number, sections: number, during: (holding: () => Promise<void>) => Promise<void>): Promise<SafetyReport> =>
+    runInProcess({ admin, name, workers, sections, padlock: () => padlock(), giveUpMs: 40_000, during });
 
   it('the leader killed while a lock is held: the holder keeps it past its TTL (the new leader renews its lease), and workers stay safe across the election', async () => {
     // A TTL longer than an election (1.2–2.4 s here) and a renewal's retries: 5 s, held for 6 s after the kill.

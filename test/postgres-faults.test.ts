@@ -9,15 +9,14 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Redis } from 'ioredis';
-import { LockLostError, Padlock } from '../src/index.js';
+import { Padlock } from '../src/index.js';
 import { startPostgres, type PostgresServer } from './harness/postgres.js';
 import { connect, delay, startServer } from './harness/redis.js';
 import { firstMessage, forkFixture } from './harness/children.js';
-import { check, describeReport, isLive, isSafe, type SafetyReport } from './safety/checker.js';
+import { describeReport, isLive, isSafe, type SafetyReport } from './safety/checker.js';
 import { FencedStore } from './safety/fenced-store.js';
-import type { AcquireFailure, SectionRecord } from './safety/records.js';
+import { runInProcess } from './safety/in-process-run.js';
 
-const now = (): bigint => process.hrtime.bigint();
 const LEASE_MS = 2_000;
 
 describe('padlock on PostgreSQL under faults', { timeout: 90_000 }, () => {
@@ -47,57 +46,8 @@ describe('padlock on PostgreSQL under faults', { timeout: 90_000 }, () => {
   });
 
   /** `workers` Padlocks each run `sections` read-modify-write sections of lock `name` while `during` runs; the checker's report. */
-  async function runChecked(name: string, workers: number, sections: number, during: (holding: () => Promise<void>) => Promise<void>): Promise<SafetyReport> {
-    const store = new FencedStore(admin, name);
-    await store.reset('checked');
-    const records: SectionRecord[] = [];
-    const failures: AcquireFailure[] = [];
-    let holding: (() => void) | undefined;
-    const someoneHolds = new Promise<void>((resolve) => (holding = resolve));
-    const giveUpAt = Date.now() + 30_000;
-    const worker = async (index: number): Promise<void> => {
-      const p = padlock();
-      for (let seq = 0; seq < sections && Date.now() < giveUpAt; ) {
-        const waitStartedAt = now();
-        let lease;
-        try {
-          lease = await p.mutex(name).acquire({ waitMs: 10_000 });
-        } catch (error) {
-          failures.push({ worker: index, error: (error as Error).name, message: (error as Error).message, tookMs: Number(now() - waitStartedAt) / 1e6 });
-          await delay(100);
-          continue;
-        }
-        const acquiredAt = now();
-        holding?.();
-        let validUntil: bigint | null = null;
-        const stamp = (): void => {
-          const at = now();
-          if (lease.isHeld) validUntil = at;
-        };
-        let read: SectionRecord['read'] = 'none';
-        let write: SectionRecord['write'] = 'none';
-        try {
-          stamp();
-          const r = await store.read(lease.fence, lease.owner);
-          read = r.accepted ? 'ok' : 'refused';
-          await delay(20 + Math.random() * 30);
-          stamp();
-          if (r.accepted) write = (await store.write(lease.fence, lease.owner, r.value)).accepted ? 'ok' : 'refused';
-          else write = 'skipped';
-          stamp();
-        } catch {
-          write = 'error';
-        }
-        const lost = lease.signal.reason instanceof LockLostError ? lease.signal.reason.reason : null;
-        let releaseError: string | null = null;
-        await lease.release().catch((error: unknown) => (releaseError = (error as Error).name));
-        records.push({ worker: index, slot: 0, seq, owner: lease.owner, fence: lease.fence, waitStartedAt, acquiredAt, validUntil, releasedAt: now(), read, write, lost, releaseError });
-        seq++;
-      }
-    };
-    await Promise.all([...Array.from({ length: workers }, (_, i) => worker(i)), during(() => someoneHolds)]);
-    return check({ sections: records, store: await store.log(), finalValue: await store.value(), expectedSections: workers * sections, failures });
-  }
+  const runChecked = (name: string, workers: number, sections: number, during: (holding: () => Promise<void>) => Promise<void>): Promise<SafetyReport> =>
+    runInProcess({ admin, name, workers, sections, padlock: () => padlock(), giveUpMs: 30_000, during });
 
   it('the server restarted (a crash) while locks are held: the holder keeps its lock (rows and leases survive), no second holder, fences go on increasing, and both sides work again', async () => {
     const holder = padlock(6_000);

@@ -1,8 +1,8 @@
 /**
  * What a semaphore does the same way on every consensus store: an acquisition of n permits goes
  * through the store's lock for n permits (one per size asked, sharing the semaphore's queue), and
- * `isLocked`/`forceRelease` through the lock for 1. A store supplies that lock, and how it reads and
- * stores the limit.
+ * `isLocked`/`forceRelease` through the lock for 1; `limit` and `available` from one read of the
+ * limit and the permits held. A store supplies that lock, that read, and how it stores the limit.
  */
 import type { Lease } from '../lease.js';
 import { checkName } from '../options.js';
@@ -22,9 +22,17 @@ export abstract class SizedSemaphore<Permits extends Lockable> implements Semaph
   /** The lock whose holds are leases of `n` permits each. */
   protected abstract sized(n: number): Permits;
 
-  abstract limit(): Promise<number>;
+  /** The limit in force and the permits held now, as the store reads them. */
+  protected abstract state(): Promise<{ limit: number; used: number }>;
 
-  abstract available(): Promise<number>;
+  async limit(): Promise<number> {
+    return (await this.state()).limit;
+  }
+
+  async available(): Promise<number> {
+    const { limit, used } = await this.state();
+    return Math.max(0, limit - used);
+  }
 
   abstract setPermits(permits: number): Promise<void>;
 

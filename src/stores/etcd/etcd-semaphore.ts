@@ -51,13 +51,8 @@ export class EtcdSemaphore extends SizedSemaphore<EtcdPermits> {
     this.#etcd = etcd;
   }
 
-  async limit(): Promise<number> {
-    return (await this.sized(1).state()).limit;
-  }
-
-  async available(): Promise<number> {
-    const { limit, used } = await this.sized(1).state();
-    return Math.max(0, limit - used);
+  protected state(): Promise<{ limit: number; used: number }> {
+    return this.sized(1).state();
   }
 
   async setPermits(permits: number): Promise<void> {

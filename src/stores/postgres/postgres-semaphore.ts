@@ -40,13 +40,8 @@ export class PostgresSemaphore extends SizedSemaphore<PostgresPermits> {
     this.#pg = pg;
   }
 
-  async limit(): Promise<number> {
-    return (await this.sized(1).state()).limit;
-  }
-
-  async available(): Promise<number> {
-    const { limit, used } = await this.sized(1).state();
-    return Math.max(0, limit - used);
+  protected state(): Promise<{ limit: number; used: number }> {
+    return this.sized(1).state();
   }
 
   async setPermits(permits: number): Promise<void> {

@@ -33,18 +33,18 @@ export class ZooKeeperSemaphore extends SizedSemaphore<ZooKeeperPermits> {
     this.#store = store;
   }
 
-  async limit(): Promise<number> {
+  /** Reads the stored limit alone (the holders need not be read). */
+  override async limit(): Promise<number> {
     this.#shared.runtime.assertOpen(this.name);
     const recipe = this.sized(1).recipe;
     return (await this.#store.call(this.name, () => recipe.storedLimit())) ?? this.permits;
   }
 
-  async available(): Promise<number> {
+  protected async state(): Promise<{ limit: number; used: number }> {
     this.#shared.runtime.assertOpen(this.name);
     const recipe = this.sized(1).recipe;
     const [state, stored] = await this.#store.call(this.name, () => Promise.all([recipe.inspect(), recipe.storedLimit()]));
-    const used = state.holders.reduce((sum, p) => sum + p.permits, 0);
-    return Math.max(0, (stored ?? this.permits) - used);
+    return { limit: stored ?? this.permits, used: state.holders.reduce((sum, p) => sum + p.permits, 0) };
   }
 
   async setPermits(permits: number): Promise<void> {
