@@ -27,7 +27,12 @@ describe('checker: broken variants are caught', () => {
   });
 
   it('SET without NX: two callers get the lock at once', async () => {
-    const { report } = await runChecked(servers, { kind: 'broken-no-nx', workers: 3, sections: 20, leaseMs: 1_000, workMs: [1, 4] });
+    const { report } = await runChecked(servers, {
+      kind: 'broken-no-nx', workers: 3, sections: 40, leaseMs: 1_000, workMs: [1, 4],
+      // All three run at once: the others start when worker 0 first holds (on a busy machine, a
+      // worker started late could find the others' sections all done, and overlap none).
+      configure: (worker) => (worker === 0 ? { linger: { seq: 0, stallMs: 1 } } : { waitForGo: true }),
+    });
     assert.ok(report.overlaps.length > 0, describeReport(report));
     assert.equal(isSafe(report), false);
   });
@@ -45,10 +50,11 @@ describe('checker: broken variants are caught', () => {
   it('no fence check in the store: a stale holder\'s write lands and an update is lost', async () => {
     const operator = new Padlock({ redis: connect(servers.lock) });
     const { report } = await runChecked(servers, {
-      // Enough sections that worker 1 still has some left when worker 0 (which may start late on a
-      // busy machine) reaches its second; fairMutex, so that worker 1 cannot barge through them.
+      // Worker 1 starts once worker 0 holds its second section (on a busy machine worker 0 may start
+      // so late that worker 1 had run all its sections before); fairMutex, so that worker 1 cannot
+      // barge through worker 0's sections.
       name: 'broken:no-fence-check', kind: 'fairMutex', storeMode: 'unchecked', workers: 2, sections: 40, leaseMs: 1_000, workMs: [1, 3],
-      configure: (worker) => (worker === 0 ? { linger: { seq: 1 } } : {}),
+      configure: (worker) => (worker === 0 ? { linger: { seq: 1 } } : { waitForGo: true }),
       during: async (fleet) => {
         // Worker 0 has read the store and holds the lock: take it away (as an expiry would) and let
         // worker 1 complete a section with a higher fence before worker 0 writes.
