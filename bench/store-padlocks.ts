@@ -7,7 +7,7 @@ import { Etcd3 } from 'etcd3';
 import { Redis } from 'ioredis';
 import zookeeper from 'node-zookeeper-client';
 import type { Client } from 'node-zookeeper-client';
-import { Padlock, type Lockable } from '../src/index.js';
+import { Padlock } from '../src/index.js';
 import { nowMs, type AcquisitionRecord } from './stats.js';
 
 export const STORES = ['redis', 'zookeeper', 'etcd'] as const;
@@ -97,8 +97,13 @@ function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 }
 
+/** What a contended loop needs of a lock: padlock's `Lockable`, or a peer's lock adapted to it. */
+export interface LoopLock {
+  acquire(options: { readonly waitMs: number }): Promise<{ release(): Promise<unknown> }>;
+}
+
 /** Worker `worker`'s cycles on `lock` from `plan.startAt` until `plan.deadline`. */
-export async function lockLoop(lock: Lockable, worker: number, plan: LoopPlan): Promise<AcquisitionRecord[]> {
+export async function lockLoop(lock: LoopLock, worker: number, plan: LoopPlan): Promise<AcquisitionRecord[]> {
   const records: AcquisitionRecord[] = [];
   await delay(plan.startAt - nowMs());
   while (nowMs() < plan.deadline) {
