@@ -234,6 +234,33 @@ describe('the etcd recipe on one member', { timeout: 40_000 }, () => {
     assert.equal(await other.release(after.owner, 1), 0);
   });
 
+  it('a waiter whose watch goes silent (created, its events never delivered) looks again after a lease TTL, and is served', async () => {
+    const holder = await participant(cluster.hosts);
+    const client = new Etcd3({ hosts: [...cluster.hosts], dialTimeout: 2_000 });
+    // The watch is made on the real server; its events are lost on the way, as on a stream gone silent.
+    class SilentWatchOps extends EtcdOps {
+      override watch(key: string, fromRevision: number) {
+        return super.watch(key, fromRevision, () => undefined);
+      }
+    }
+    const ops = new SilentWatchOps(client);
+    const lease = await LeaseClock.grant(ops, 2_000);
+    opened.push({ client, lease });
+    const prefix = lockPrefix(ROOT, 'mutex', 'silent-watch');
+    const held = mutexRequest();
+    assert.ok((await take(holder.lock('mutex', 'silent-watch'), held)) !== null);
+    const silent = new EtcdLock(ops, lease, prefix, 'silent-watch', 1);
+    const request = mutexRequest();
+    const waiting = take(silent, request, 8_000);
+    await eventually(async () => (await holder.ops.queue(prefix)).entries.length === 2);
+    const releasedAt = Date.now();
+    await holder.lock('mutex', 'silent-watch').release(held.owner, 1);
+    assert.ok((await waiting) !== null, 'served');
+    const after = Date.now() - releasedAt;
+    assert.ok(after <= lease.ttlMs + 1_000, `served ${after} ms after the release (TTL ${lease.ttlMs} ms)`);
+    assert.equal(await silent.release(request.owner, 1), 0);
+  });
+
   it('a release whose delete landed but whose answer was lost resolves: sent again, it finds its key gone, its own delete', async () => {
     const client = new Etcd3({ hosts: [...cluster.hosts], dialTimeout: 2_000 });
     const ops = new EtcdOps(client);

@@ -9,7 +9,8 @@
  *
  * Waiting: the waiter reads the queue, and watches what can let it in from the revision after that
  * read: etcd replays any change made since, so no release is missed, and only the waiter(s) behind
- * a key watch it, so a release wakes one. Woken, it reads the queue again (and its lease): it reports
+ * a key watch it, so a release wakes one (and a waiter that heard nothing for a lease TTL looks
+ * again: see waitForChange). Woken, it reads the queue again (and its lease): it reports
  * the lock held only if that linearizable read still has its own key and etcd says its lease lives.
  * (etcd 3.4.3's own lock could be granted after its lease expired, Jepsen 2020; Debian's 3.4.23
  * predates the fix: this recipe never trusts a wake-up, only a fresh read.)
@@ -355,10 +356,6 @@ export class EtcdLock {
 }
 
 /**
- * Watches `keys` (in full) from `fromRevision` and resolves on the first change to any of them; rejects with the scope's reason when it stops first, or `notHeld()` when the lease is
- * lost (our own key is gone with it). The watches are cancelled either way.
- */
-/**
  * Deletes the keys of a take that failed, sending the delete again (backing off up to 1 s) while it
  * fails and the lease lives: a key left behind waits in its queue, unowned, for as long as the lease
  * does, and every waiter behind it with it (a failed join's cleanup sent during an election did).
@@ -369,6 +366,18 @@ function removeWhileLeased(ops: EtcdOps, keys: readonly string[], lease: LeaseCl
   });
 }
 
+/**
+ * Watches `keys` (in full) from `fromRevision` and resolves on the first change to any of them, or
+ * once a lease TTL has passed without one; rejects with the scope's reason when it stops first, or
+ * `notHeld()` when the lease is lost (our own key is gone with it). The watches are cancelled
+ * either way.
+ *
+ * The TTL is a safety net, not a poll: the caller reads its queue again whenever this resolves, and
+ * a watch of etcd3's that never confirmed, or went silent, would otherwise leave the waiter waiting
+ * for ever (seen once in a loaded CI run: the next waiter not served 50 s after a release; etcd3's
+ * own tracker has such reports, microsoft/etcd3#72 and #78). One read per waiter per TTL, against
+ * a lease renewed three times per TTL.
+ */
 async function waitForChange(
   ops: EtcdOps,
   lease: LeaseClock,
@@ -379,9 +388,10 @@ async function waitForChange(
 ): Promise<void> {
   let woken: (() => void) | undefined;
   const wake = new Promise<void>((resolve) => (woken = resolve));
+  const lookAgain = setTimeout(() => woken?.(), lease.ttlMs);
   const watching = keys.map((key) => ops.watch(key, fromRevision, () => woken?.()));
   try {
-    await scope.race(Promise.all(watching));
+    await Promise.race([scope.race(Promise.all(watching)), wake]);
     scope.check();
     await new Promise<void>((resolve, reject) => {
       const stops: (() => void)[] = [];
@@ -394,6 +404,7 @@ async function waitForChange(
       void wake.then(() => end(resolve));
     });
   } finally {
+    clearTimeout(lookAgain);
     for (const watch of watching) void watch.then((w) => w.cancel(), () => undefined).catch(() => undefined);
   }
 }
