@@ -155,11 +155,16 @@ export class Runtime {
 
   /**
    * Lets a clean-up call run on after its caller has moved on (the caller is not kept waiting);
-   * close() waits for it, within its bound. The call must not reject.
+   * close() waits for it, within its bound. Its failure is nobody's to handle (a clean-up is best
+   * effort): it is dropped here, never left as an unhandled rejection.
    */
   track(cleanup: Promise<unknown>): void {
-    this.#cleanups.add(cleanup);
-    void cleanup.finally(() => this.#cleanups.delete(cleanup));
+    const settled = cleanup.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#cleanups.add(settled);
+    void settled.finally(() => this.#cleanups.delete(settled));
   }
 
   /**
