@@ -263,9 +263,11 @@ describe('padlock on PostgreSQL (one server)', { timeout: 60_000 }, () => {
         return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
       },
     });
-    const waiter = padlock({ prefix: prefixOf.get(holder), replyTimeoutMs: 500 }, split);
+    // A reply time-out with room for the connection and LISTEN before the probe's half of it (with
+    // 500 ms, a loaded machine ran out of the call's bound first, and the error named no pooler).
+    const waiter = padlock({ prefix: prefixOf.get(holder), replyTimeoutMs: 2_000 }, split);
     await assert.rejects(
-      waiter.mutex('unheard').acquire({ waitMs: 3_000 }),
+      waiter.mutex('unheard').acquire({ waitMs: 5_000 }),
       (error: unknown) => error instanceof PostgresUnavailableError && /LISTEN received no NOTIFY.*PgBouncer/.test(error.message),
     );
     await held.release();
