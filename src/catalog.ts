@@ -5,7 +5,7 @@
  * node or key each, in creation order); its catalog reads them, and {@link lockStateOf} turns one
  * lock's queue into its state.
  */
-import type { HolderState, LockKind, LockState, WaiterState } from './inspection.js';
+import type { HolderState, LockKind, LockState, WaiterState } from './lock-state.js';
 
 /** One participant of a lock's queue, as a store's catalog reads it. */
 export interface CatalogEntry {

@@ -2,7 +2,7 @@
  * Freeing a lock whoever holds it, through its kind's own `forceRelease()`: what `padlock release
  * --force` and the dashboard's Force release do.
  */
-import type { LockState } from './inspection.js';
+import type { LockState } from './lock-state.js';
 import type { Padlock } from './padlock.js';
 
 /**

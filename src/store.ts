@@ -95,7 +95,7 @@ export interface Store {
   /**
    * An operator's read of every lock in use (`padlock list`, `inspect` and `release` on a consensus
    * store). The Redis store has none: the operator commands read Redis's keys themselves
-   * (inspection.ts), on every topology, without a Padlock.
+   * (stores/redis/inspection.ts), on every topology, without a Padlock.
    */
   catalog?(): LockCatalog;
 }

@@ -7,7 +7,7 @@ import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RedisServer } from '../src/devserver/redis-server.js';
 import { hashTag, lockKeys } from '../src/keys.js';
-import { listLocks, LockReader, lockKeyPattern, parseLockKey, scanLockNames } from '../src/inspection.js';
+import { listLocks, LockReader, lockKeyPattern, parseLockKey, scanLockNames } from '../src/stores/redis/inspection.js';
 import { MutexProtocol } from '../src/stores/redis/kinds/mutex-protocol.js';
 import { fromIoredis } from '../src/stores/redis/adapters/ioredis.js';
 import { connect, delay, eventually, padlockOn, runCall, startServer } from './harness/redis.js';

@@ -11,7 +11,7 @@
  *
  * Every failure is a one-line {@link CliError} within {@link CONNECT_TIMEOUT_MS}.
  */
-import type { ScanNode } from '../inspection.js';
+import type { ScanNode } from '../stores/redis/inspection.js';
 import { connectionFor, type RedisClient } from '../stores/redis/adapters/clients.js';
 import { loadClientLibrary, type CliClient, type SentinelTarget } from './client-library.js';
 import { CliError, firstLine, usageError } from './errors.js';

@@ -6,7 +6,8 @@
  */
 import type { Command as CommanderCommand } from 'commander';
 import { lockStateOf } from '../catalog.js';
-import { kindLabel, LockReaper, type HolderLiveness, type LockState } from '../inspection.js';
+import { kindLabel, type LockState } from '../lock-state.js';
+import { LockReaper, type HolderLiveness } from '../stores/redis/inspection.js';
 import { checkName } from '../options.js';
 import { connectionFor } from '../stores/redis/adapters/clients.js';
 import type { CommandContext } from './command.js';

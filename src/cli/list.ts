@@ -3,7 +3,8 @@
  * SCAN on the server or on every master of a Cluster, one line each.
  */
 import type { Command as CommanderCommand } from 'commander';
-import { kindLabel, listLocks, type HolderState, type LockState } from '../inspection.js';
+import { kindLabel, type HolderState, type LockState } from '../lock-state.js';
+import { listLocks } from '../stores/redis/inspection.js';
 import type { CommandContext } from './command.js';
 import { redisFailure } from './connection.js';
 import { evictionLines, readServerPolicies, type ServerPolicy } from './eviction.js';

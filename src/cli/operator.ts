@@ -4,7 +4,7 @@
  */
 import type { Command as CommanderCommand } from 'commander';
 import { checkPrefix } from '../options.js';
-import { LockReader } from '../inspection.js';
+import { LockReader } from '../stores/redis/inspection.js';
 import { connectionFor } from '../stores/redis/adapters/clients.js';
 import type { CommandContext } from './command.js';
 import { connect, parseTarget, type Connection } from './connection.js';

@@ -6,7 +6,8 @@
  * liveness keys live in other slots and are checked just before (src/stores/redis/reaping.ts).
  */
 import type { Command as CommanderCommand } from 'commander';
-import { LockReaper, type LockState } from '../inspection.js';
+import { type LockState } from '../lock-state.js';
+import { LockReaper } from '../stores/redis/inspection.js';
 import { connectionFor } from '../stores/redis/adapters/clients.js';
 import type { ReapOutcome } from '../stores/redis/reaping.js';
 import type { CommandContext } from './command.js';

@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline/promises';
 import type { Command as CommanderCommand } from 'commander';
 import { Padlock } from '../padlock.js';
 import { forceRelease } from '../force-release.js';
-import type { LockKind, LockState } from '../inspection.js';
+import type { LockKind, LockState } from '../lock-state.js';
 import type { CommandContext } from './command.js';
 import { redisFailure } from './connection.js';
 import { CliError, ExitCode, interruptedError, usageError } from './errors.js';

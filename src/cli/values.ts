@@ -1,5 +1,5 @@
 /** Parsers for the values options take, giving the one-line usage errors the CLI reports. */
-import type { LockKind } from '../inspection.js';
+import type { LockKind } from '../lock-state.js';
 import { usageError } from './errors.js';
 
 const KINDS: readonly LockKind[] = ['mutex', 'readWrite', 'semaphore'];

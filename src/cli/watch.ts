@@ -6,7 +6,7 @@
  * of the store's catalog.
  */
 import { Option, type Command as CommanderCommand } from 'commander';
-import type { LockState } from '../inspection.js';
+import type { LockState } from '../lock-state.js';
 import type { CommandContext, OutputStream } from './command.js';
 import { redisFailure, type Connection } from './connection.js';
 import { CliError, ExitCode, firstLine, interruptedError } from './errors.js';

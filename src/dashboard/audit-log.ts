@@ -4,7 +4,7 @@
  * {@link AUDIT_TTL_MS} after the last entry. On Redlock each master keeps a copy (written to all,
  * read from the first that answers).
  */
-import type { LockKind } from '../inspection.js';
+import type { LockKind } from '../lock-state.js';
 import type { ScriptRunner } from '../stores/redis/adapters/script-runner.js';
 import { auditAppendScript, auditReadScript } from './scripts.js';
 import type { AuditEntry } from './snapshot.js';

@@ -11,7 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { LockKind } from '../inspection.js';
+import type { LockKind } from '../lock-state.js';
 import type { Padlock } from '../padlock.js';
 import type { RedisClient } from '../stores/redis/adapters/clients.js';
 import { LiveFeed } from './live-feed.js';

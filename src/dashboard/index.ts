@@ -7,4 +7,4 @@ export { RedisSource, type RedisSourceOptions } from './redis-source.js';
 export type { DashboardSource, ForceReleaseOutcome, SourceLock, SourceReading } from './source.js';
 export type { AuditEntry, HolderView, Liveness, LockView, Snapshot, TimingsView } from './snapshot.js';
 export type { Distribution, Timings } from '../timings.js';
-export type { LockKind } from '../inspection.js';
+export type { LockKind } from '../lock-state.js';

@@ -2,7 +2,7 @@
  * The dashboard's data from Redis, on every topology padlock runs on: one server or a
  * Sentinel-managed primary (one connection), a Cluster (SCAN on each master, each lock read where
  * its slot lives), or Redlock (every master scanned and read, a lock shown as its majority of
- * masters has it). Lock states are read by src/inspection.ts's scripts, holders' liveness from
+ * masters has it). Lock states are read by src/stores/redis/inspection.ts's scripts, holders' liveness from
  * their liveness keys (src/stores/redis/liveness.ts), force-release goes through padlock's own `forceRelease()`
  * (src/force-release.ts), and the audit log and distributions are small bounded structures
  * (./audit-log.ts, src/timings.ts).
@@ -12,7 +12,8 @@
  * shown, and one LRANGE of the audit log (docs/dashboard.md has measurements).
  */
 import { livenessKey } from '../keys.js';
-import { inUse, kindLabel, LockReader, scanLocks, type LockId, type LockKind, type LockState, type ScanNode } from '../inspection.js';
+import { inUse, kindLabel, type LockId, type LockKind, type LockState } from '../lock-state.js';
+import { LockReader, scanLocks, type ScanNode } from '../stores/redis/inspection.js';
 import { clientsAliveCall } from '../stores/redis/liveness.js';
 import { Padlock } from '../padlock.js';
 import { checkPrefix } from '../options.js';

@@ -1,4 +1,4 @@
-/** The dashboard's own Lua scripts (the lock states are read by src/inspection.ts's), typed at the boundary. */
+/** The dashboard's own Lua scripts (the lock states are read by src/stores/redis/inspection.ts's), typed at the boundary. */
 import { defineScript } from '../stores/redis/adapters/script-runner.js';
 import { luaSources } from '../stores/redis/scripts/embedded.js';
 

@@ -3,7 +3,7 @@
  * recorded distributions and the audit log. A {@link DashboardSource} makes one; the page draws it.
  * Nothing here is Redis's: a store of another kind (ZooKeeper, etcd) would fill the same shape.
  */
-import type { LockKind } from '../inspection.js';
+import type { LockKind } from '../lock-state.js';
 import type { Timings } from '../timings.js';
 
 /** Whether a holder's client process is alive (its liveness key), as far as the store can tell. */

@@ -5,7 +5,7 @@
  * passing it as `createDashboard({ source })`. ZooKeeper and etcd have none yet: their catalogs
  * (catalog.ts) read what a source would show, but their force-releases have no audit log.
  */
-import type { LockKind } from '../inspection.js';
+import type { LockKind } from '../lock-state.js';
 import type { AuditEntry, LockView, TimingsView } from './snapshot.js';
 
 /** A lock as a source reads it: everything the page shows but the hold's age (the dashboard tracks that). */

@@ -4,7 +4,7 @@
  * waiters use (etcd-queue.ts). A lock's holders' lease time is their lease's TTL as etcd says it.
  */
 import { byNameThenKind, decodeName, type CatalogEntry, type CatalogLock, type LockCatalog } from '../../catalog.js';
-import type { LockKind } from '../../inspection.js';
+import type { LockKind } from '../../lock-state.js';
 import type { EtcdOps, Entry } from './etcd-client.js';
 import { leaseIdOfKey } from './etcd-lock.js';
 import { queueOf, turnOf } from './etcd-queue.js';

@@ -6,7 +6,7 @@
  * its child's creation (`ctime`, the ensemble's clock against this process's: as close as they agree).
  */
 import { byNameThenKind, decodeName, type CatalogEntry, type CatalogLock, type LockCatalog } from '../../catalog.js';
-import type { LockKind } from '../../inspection.js';
+import type { LockKind } from '../../lock-state.js';
 import { creationTime, creationZxid, type ZooKeeperOps } from './zookeeper-client.js';
 import { countIn, limitIn } from './zookeeper-lock.js';
 import { queueOf, turnOf } from './znode-queue.js';
