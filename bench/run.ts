@@ -21,6 +21,7 @@
  *   --read-write-only run only the read-mostly rows
  *   --no-semaphore    skip the semaphore rows (bench/semaphore.ts)
  *   --semaphore-only  run only the semaphore rows (bench/results.json is left as it is)
+ *   --no-server-cpu   skip the rows of the server's whole CPU per pair (bench/server-cpu.ts)
  *   --no-io           skip the I/O-bound rows (bench/io-bound.ts)
  *   --io-only         run only the I/O-bound rows (bench/results.json is left as it is)
  *   --io-processes L, --io-ms L, --io-think-ms MS, --io-seconds S, --io-warm-up S, --io-tune-workers N:
@@ -61,6 +62,7 @@ import { measurePing, runUncontended, type PingResult, type UncontendedResult } 
 import { readWriteSections, runReadWriteBench } from './read-write.js';
 import { semaphoreBench, semaphoreSection } from './semaphore.js';
 import { ioBoundBench, ioBoundSections, type IoBoundOptions } from './io-bound.js';
+import { runServerCpu, serverCpuTable } from './server-cpu.js';
 
 installCommandMeter();
 
@@ -90,6 +92,7 @@ const { values: args } = parseArgs({
     'no-semaphore': { type: 'boolean', default: false },
     'semaphore-only': { type: 'boolean', default: false },
     'no-io': { type: 'boolean', default: false },
+    'no-server-cpu': { type: 'boolean', default: false },
     'io-only': { type: 'boolean', default: false },
     'io-processes': { type: 'string', default: '4,8,16,32' },
     'io-ms': { type: 'string', default: '1,5' },
@@ -395,6 +398,8 @@ async function main(): Promise<void> {
     const coldWake = await measureColdWake(url);
     log(coldWakeLine(coldWake));
     const core = scaleOnly ? undefined : await coreRuns(servers, ping);
+    // On a server of its own: its whole CPU then counts only the pairs measured.
+    const serverCpu = scaleOnly || args['no-server-cpu'] ? undefined : await runServerCpu({ rounds: Math.max(5, Math.ceil(rounds / 2)), roundMs: Math.max(roundMs, 400), clients: [1, 16] }, log);
     const readWrite = args['no-read-write'] || semaphoreOnly || ioOnly ? undefined : await runReadWriteBench(url, { workers, seconds }, log);
     const semaphore = withSemaphore ? await semaphoreBench(url, seconds, thinkMs, log) : undefined;
     const ioBound = withIo ? await ioBoundBench(servers, io, log) : undefined;
@@ -411,6 +416,9 @@ async function main(): Promise<void> {
     out.push(`ping p50 ${fixed(ping.p50, 3)} ms, p99 ${fixed(ping.p99, 3)} ms (${ping.samples} sequential PINGs, idle server)`);
     out.push(coldWakeLine(coldWake));
     if (core !== undefined) out.push(...coreSections(core));
+    if (serverCpu !== undefined) {
+      out.push('', "## The server's whole CPU per uncontended acquire+release (INFO cpu; its own server, 1 and 16 clients at once, ratios to the bare pair round by round)", '', serverCpuTable(serverCpu));
+    }
     if (readWrite !== undefined) out.push(...readWriteSections(readWrite));
     if (scaled !== undefined) out.push(...scaleSections(scaled));
     if (semaphore !== undefined) out.push(...semaphoreSection(semaphore));
@@ -428,6 +436,7 @@ async function main(): Promise<void> {
       ping,
       coldWake,
       uncontended: core?.uncontended ?? null,
+      serverCpu: serverCpu ?? null,
       sequentialCeiling:
         core === undefined
           ? null

@@ -131,6 +131,11 @@ export class Hold {
     return this.#controller.signal;
   }
 
+  /** The loss {@link signal} aborts with, once told (read without making the signal). */
+  get loss(): { readonly error: unknown } | undefined {
+    return this.#lost;
+  }
+
   /** Aborts {@link signal} with `error` (now, or when it is first read). */
   abortSignal(error: unknown): void {
     this.#lost ??= { error };

@@ -21,7 +21,13 @@ const nothing = (): void => undefined;
 export class Interrupt implements Abortable {
   #aborted = false;
   #reason: unknown = undefined;
-  #listeners: Set<() => void> | undefined;
+  /**
+   * The listener when there is one (nearly always: a call's bound, or an acquisition's listener on
+   * close()), else undefined; a Set only for more. One listener coming and going per call costs no
+   * Set, whose entries' coming and going rehashes it every few calls.
+   */
+  #one: (() => void) | undefined;
+  #more: Set<() => void> | undefined;
 
   /** Whether {@link abort} was called. */
   get aborted(): boolean {
@@ -38,17 +44,26 @@ export class Interrupt implements Abortable {
     if (this.#aborted) return;
     this.#aborted = true;
     this.#reason = reason;
-    const listeners = this.#listeners;
-    this.#listeners = undefined;
-    if (listeners !== undefined) for (const listener of listeners) listener();
+    const one = this.#one;
+    const more = this.#more;
+    this.#one = undefined;
+    this.#more = undefined;
+    one?.();
+    if (more !== undefined) for (const listener of more) listener();
   }
 
   /** Calls `listener` on the abort (never if it already happened); returns what stops listening. */
   onAbort(listener: () => void): () => void {
     if (this.#aborted) return nothing;
-    const listeners = (this.#listeners ??= new Set());
-    listeners.add(listener);
-    return () => listeners.delete(listener);
+    if (this.#one === undefined) {
+      this.#one = listener;
+      return () => {
+        if (this.#one === listener) this.#one = undefined;
+      };
+    }
+    const more = (this.#more ??= new Set());
+    more.add(listener);
+    return () => more.delete(listener);
   }
 
   /** Throws the reason if aborted. */

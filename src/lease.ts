@@ -77,6 +77,14 @@ export class Lease implements AsyncDisposable {
   }
 
   /**
+   * @internal What {@link signal} is aborted with, if it is: read without making the signal (an
+   * AbortController), which `withLock` would otherwise make for every call.
+   */
+  get loss(): { readonly error: unknown } | undefined {
+    return this.#hold.loss;
+  }
+
+  /**
    * Releases this lease's hold. The lock is freed when the last hold of its owner is released.
    * Calling it again does nothing. Rejects with `LockNotHeldError` when the lock had already been
    * lost (expired or taken over); the lock is then left as it is.

@@ -44,3 +44,24 @@ describe('the fixed-lease hint', { concurrency: false }, () => {
     assert.equal(warnings.length, 1, 'once per process');
   });
 });
+
+describe("withLock and its lease's signal", () => {
+  it('makes no AbortController for a lease whose signal nobody reads (an uncontended withLock), and still rejects with the loss a read signal reports', async () => {
+    const Original = globalThis.AbortController;
+    let made = 0;
+    globalThis.AbortController = class extends Original {
+      constructor() {
+        super();
+        made++;
+      }
+    };
+    try {
+      for (let i = 0; i < 3; i++) assert.equal(await padlock.withLock('signal:lazy', () => i), i);
+      assert.equal(made, 0, 'no AbortController per withLock');
+      await padlock.withLock('signal:read', (lease) => assert.equal(lease.signal.aborted, false));
+      assert.equal(made, 1, 'made when read');
+    } finally {
+      globalThis.AbortController = Original;
+    }
+  });
+});

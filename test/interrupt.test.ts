@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { bound } from '../src/clock.js';
 import { Interrupt } from '../src/interrupt.js';
+import { Deadline, pendingDeadlines } from '../src/deadlines.js';
 
 describe('Interrupt', () => {
   it('tells each listener once, with the first reason only, and never one that stopped listening', () => {
@@ -22,6 +23,21 @@ describe('Interrupt', () => {
     assert.equal(interrupt.reason, 'first');
     assert.deepEqual(heard, ['a:first', 'c:first']);
     assert.throws(() => interrupt.throwIfAborted(), (error: unknown) => error === 'first');
+  });
+
+  it('a stale stop (its listener already gone) never removes the listener that came after it', () => {
+    const interrupt = new Interrupt();
+    const heard: string[] = [];
+    const stopA = interrupt.onAbort(() => heard.push('a'));
+    stopA();
+    interrupt.onAbort(() => heard.push('b'));
+    const stopC = interrupt.onAbort(() => heard.push('c'));
+    stopA();
+    stopC();
+    stopC();
+    interrupt.onAbort(() => heard.push('d'));
+    interrupt.abort('now');
+    assert.deepEqual(heard, ['b', 'd']);
   });
 
   it('does not call a listener added after it aborted (callers check `aborted` first)', () => {
@@ -54,5 +70,21 @@ describe('Interrupt', () => {
     const later = new Interrupt();
     assert.equal(await bound(Promise.resolve(2), { ms: 1_000, timeout: () => new Error('timed out'), interrupt: later }), 2);
     later.abort(new Error('too late to matter'));
+  });
+});
+
+describe('Deadline', () => {
+  it('fires the ones not cancelled (head, middle and tail cancelled), oldest first, and leaves none pending', async () => {
+    const before = pendingDeadlines();
+    const fired: number[] = [];
+    const deadlines = [0, 1, 2, 3, 4, 5].map((i) => new Deadline(5, () => fired.push(i)));
+    for (const i of [5, 2, 0]) deadlines[i]?.cancel();
+    deadlines[2]?.cancel(); // a second cancel changes nothing
+    assert.equal(pendingDeadlines(), before + 3);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    assert.deepEqual(fired, [1, 3, 4]);
+    assert.equal(pendingDeadlines(), before);
+    deadlines[1]?.cancel(); // after it fired: nothing
+    assert.equal(pendingDeadlines(), before);
   });
 });

@@ -95,6 +95,12 @@ export class MultiLease extends Lease {
     return this.#signal;
   }
 
+  /** @internal As the signal says (made if it was not): the first name's loss among several is the signal's to tell. */
+  override get loss(): { readonly error: unknown } | undefined {
+    const { signal } = this;
+    return signal.aborted ? { error: signal.reason } : undefined;
+  }
+
   /**
    * Releases every name's hold (all at once); calling it again does nothing. Rejects with the first
    * name's `LockNotHeldError` when a name had already been lost, after releasing the others.

@@ -41,9 +41,10 @@ export async function withLease<L extends Lease, T>(
     } finally {
       unwatch();
     }
-    if (lease.signal.aborted) {
+    const loss = lease.loss;
+    if (loss !== undefined) {
       await lease.release().catch(() => undefined);
-      throw lease.signal.reason;
+      throw loss.error;
     }
     await lease.release();
     return result;

@@ -57,15 +57,40 @@ export class ScriptRunner {
    * aborted, a NOSCRIPT answer is not followed by the EVAL fallback: the caller has moved on (and
    * may have sent a call, such as leaving a queue, that the late re-send would undo).
    */
-  async send<Result>(script: Script<Result>, keys: readonly string[], args: readonly Arg[], lock?: string, gaveUp?: GaveUp): Promise<Result> {
-    const [reply] = await this.#send(
+  send<Result>(script: Script<Result>, keys: readonly string[], args: readonly Arg[], lock?: string, gaveUp?: GaveUp): Promise<Result> {
+    // Connected (nearly every call): the EVALSHA goes out now, its reply read in one step, with no
+    // async frame of its own (this runs twice per acquire+release).
+    if (this.connection.firstConnection() === undefined) {
+      let sent: Promise<unknown>;
+      try {
+        sent = this.connection.evalsha(script.sha, keys, args);
+      } catch (error) {
+        return this.#evalInstead(error, script, keys, args, lock, gaveUp);
+      }
+      return sent.then(
+        (reply) => parsed(script, reply, lock),
+        (error: unknown) => this.#evalInstead(error, script, keys, args, lock, gaveUp),
+      );
+    }
+    return this.#send(
       script,
       lock,
       (sha) => this.connection.evalsha(sha, keys, args).then((r) => [r, 0] as const),
       (source) => this.connection.eval(source, keys, args).then((r) => [r, 0] as const),
       gaveUp,
-    );
-    return reply;
+    ).then(([reply]) => reply);
+  }
+
+  /** After an EVALSHA failed with `error`: the EVAL fallback when the server lacks the script (NOSCRIPT), else the typed error. */
+  async #evalInstead<Result>(error: unknown, script: Script<Result>, keys: readonly string[], args: readonly Arg[], lock: string | undefined, gaveUp: GaveUp | undefined): Promise<Result> {
+    if (!isNoScript(error, this.#isReply) || gaveUp?.aborted === true) throw this.#wrap(error, lock);
+    let reply: unknown;
+    try {
+      reply = await this.connection.eval(script.source, keys, args);
+    } catch (retryError) {
+      throw this.#wrap(retryError, lock);
+    }
+    return parsed(script, reply, lock);
   }
 
   /** As {@link send}, followed in the same round trip by `WAIT`: the reply and how many replicas acknowledged. */

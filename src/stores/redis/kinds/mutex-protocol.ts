@@ -20,6 +20,7 @@ import {
   type ReapReply,
   type ReleaseReply,
 } from '../scripts/index.js';
+import type { Arg } from '../adapters/connection.js';
 import { newRequestId } from '../../../tokens.js';
 import { anyQuorum, grantQuorum, readQuorum, reapQuorum, releaseQuorum, renewQuorum } from '../topology/quorum.js';
 import type { Granted, ScriptCall } from '../topology/topology.js';
@@ -71,21 +72,17 @@ export class MutexProtocol {
    * when it does not know (then the queue is searched).
    */
   attempt(owner: string, leaseMs: number, mode: QueueMode, heartbeatMs: number, ticket = 0, place = ''): ScriptCall<AcquireReply> {
-    return this.#attempt(owner, leaseMs, mode, heartbeatMs, ticket, place, 0);
+    return new AttemptCall(this, owner, leaseMs, mode, heartbeatMs, ticket, place, 0);
   }
 
-  #attempt(owner: string, leaseMs: number, mode: QueueMode, heartbeatMs: number, ticket: number, place: string, fence: number): ScriptCall<AcquireReply> {
-    const keys = scriptKeys(this.keys);
-    const lock = this.keys.name;
-    const grants = this.#grants(owner);
-    // The owner is fresh: releasing one hold of it where nothing was granted changes nothing.
-    const undoUnanswered = this.release(owner, 1);
-    const proposing = (proposed: number): ScriptCall<AcquireReply> => this.#attempt(owner, leaseMs, mode, heartbeatMs, ticket, place, proposed);
-    const quorum = grantQuorum(owner, leaseMs, true);
-    if (mode === 'try') return { script: acquireScript, keys, args: [owner, leaseMs, this.kind, fence, this.clientId], lock, quorum, grants, undoUnanswered, proposing };
-    const allowance = heartbeatMs * HEARTBEATS_ALLOWED;
-    const args = [owner, leaseMs, this.kind, this.clientId, allowance, mode === 'queue' ? 'tail' : 'head', fence, fence > 0 ? ticket : 0, place];
-    return { script: enqueueScript, keys, args, lock, quorum, grants, undoUnanswered, proposing, unqueue: this.leave(owner, true) };
+  /** @internal An attempt as {@link attempt} builds it, proposing `fence` (0: none). */
+  attemptProposing(owner: string, leaseMs: number, mode: QueueMode, heartbeatMs: number, ticket: number, place: string, fence: number): ScriptCall<AcquireReply> {
+    return new AttemptCall(this, owner, leaseMs, mode, heartbeatMs, ticket, place, fence);
+  }
+
+  /** @internal An acquire reply grants one hold of `owner`, which a release of one gives back. */
+  grantsOf(owner: string): (reply: AcquireReply) => Granted | undefined {
+    return this.#grants(owner);
   }
 
   /** Adds one hold for an `owner` that holds the lock (`not-held` otherwise), and this client to its clients; never shortens the lease. */
@@ -145,6 +142,67 @@ export class MutexProtocol {
       // A renewal lengthens holds; one that replicas did not acknowledge simply does not count.
       grants: () => ({ undo: undefined }),
     };
+  }
+}
+
+/**
+ * An attempt (acquire.lua, or enqueue.lua when it may queue). What only a topology of several servers
+ * or one that acknowledges grants reads (its quorum rule, the calls that undo it, the same call
+ * proposing a fence) is made when first read, once: one server, the common case, never reads it, and
+ * an uncontended acquisition is spared a release call (with its request id) and four closures.
+ */
+class AttemptCall implements ScriptCall<AcquireReply> {
+  readonly script: ScriptCall<AcquireReply>['script'];
+  readonly keys: readonly string[];
+  readonly args: readonly Arg[];
+  readonly lock: string;
+  #quorum: ScriptCall<AcquireReply>['quorum'] | undefined;
+  #undoUnanswered: ScriptCall<ReleaseReply> | undefined;
+  #unqueue: ScriptCall<boolean> | undefined;
+
+  constructor(
+    private readonly protocol: MutexProtocol,
+    private readonly owner: string,
+    private readonly leaseMs: number,
+    private readonly mode: QueueMode,
+    private readonly heartbeatMs: number,
+    private readonly ticket: number,
+    private readonly place: string,
+    fence: number,
+  ) {
+    const { keys, kind, clientId } = protocol;
+    this.keys = scriptKeys(keys);
+    this.lock = keys.name;
+    if (mode === 'try') {
+      this.script = acquireScript;
+      this.args = [owner, leaseMs, kind, fence, clientId];
+    } else {
+      this.script = enqueueScript;
+      const allowance = heartbeatMs * HEARTBEATS_ALLOWED;
+      this.args = [owner, leaseMs, kind, clientId, allowance, mode === 'queue' ? 'tail' : 'head', fence, fence > 0 ? ticket : 0, place];
+    }
+  }
+
+  get quorum(): ScriptCall<AcquireReply>['quorum'] {
+    return (this.#quorum ??= grantQuorum(this.owner, this.leaseMs, true));
+  }
+
+  get grants(): (reply: AcquireReply) => Granted | undefined {
+    return this.protocol.grantsOf(this.owner);
+  }
+
+  /** The owner is fresh: releasing one hold of it where nothing was granted changes nothing. */
+  get undoUnanswered(): ScriptCall<ReleaseReply> {
+    return (this.#undoUnanswered ??= this.protocol.release(this.owner, 1));
+  }
+
+  get unqueue(): ScriptCall<boolean> | undefined {
+    if (this.mode === 'try') return undefined;
+    return (this.#unqueue ??= this.protocol.leave(this.owner, true));
+  }
+
+  get proposing(): (proposed: number) => ScriptCall<AcquireReply> {
+    return (proposed) => this.protocol.attemptProposing(this.owner, this.leaseMs, this.mode, this.heartbeatMs, this.ticket, this.place, proposed);
   }
 }
 

@@ -165,7 +165,8 @@ export abstract class QueuedLock extends Lock {
           // A grant records this client as the holder: its liveness key must exist first.
           const alive = liveness.ensure();
           if (alive !== undefined) await outage.race(scope.race(alive));
-          sentAt = monotonicNow();
+          // A first try that awaited nothing since triedAt (the common case): that is its send time.
+          sentAt = alive === undefined && mode === 'try' ? triedAt : monotonicNow();
           reply = await outage.race(scope.race(topology.send(this.protocol.attempt(owner, options.leaseMs, mode, heartbeatMs, ticket, place), gaveUp), abandon), abandon);
         } catch (error) {
           // A failover, a moving slot, a reconnect: try again after a back-off, within the wait.
@@ -175,7 +176,7 @@ export abstract class QueuedLock extends Lock {
           continue;
         }
         outage.answered();
-        if (reply.status === 'acquired') return (ended = { ...reply, sentAt });
+        if (reply.status === 'acquired') return (ended = { fence: reply.fence, holdCount: reply.holdCount, pttl: reply.pttl, sentAt });
         if (reply.status === 'over-limit') throw this.overLimit(reply.limit);
         if (reply.status === 'busy') {
           scope.foundHeld();

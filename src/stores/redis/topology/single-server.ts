@@ -54,8 +54,10 @@ export class SingleServer implements Topology {
   }
 
   #send<Result>(call: OneServerCall<Result>, gaveUp?: GaveUp): Promise<Result> {
-    const { script, keys, args, lock, grants } = call;
+    const { script, keys, args, lock } = call;
     this.#evictions.check(keys); // once per server: beside this call, never before it
+    // `grants` is read only where replicas acknowledge grants (an attempt makes it when read).
+    const grants = this.#replicas === undefined ? undefined : call.grants;
     if (this.#replicas === undefined || grants === undefined) return this.#runner.send(script, keys, args, lock, gaveUp);
     return this.#acknowledged(call, grants, this.#replicas, gaveUp);
   }
