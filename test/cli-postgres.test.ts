@@ -30,7 +30,8 @@ async function until<T>(read: () => T | Promise<T>, what: string, done: (value: 
   }
 }
 
-describe('padlock list, inspect, watch and release --force on PostgreSQL', { timeout: 60_000 }, () => {
+// Side by side: each test has its own prefix (or schema), and the bin's start-up is most of their time.
+describe('padlock list, inspect, watch and release --force on PostgreSQL', { timeout: 60_000, concurrency: true }, () => {
   let server: PostgresServer;
   let url: string;
   const padlocks: Padlock[] = [];
@@ -66,7 +67,7 @@ describe('padlock list, inspect, watch and release --force on PostgreSQL', { tim
     const stored = await holder.semaphore('stored', 2).acquire();
     await holder.semaphore('stored', 2).setPermits(5);
     await holder.mutex('other').acquire();
-    await until(async () => Number((await server.query<{ n: string }>(`SELECT count(*) AS n FROM padlock.participants WHERE fence IS NULL`))[0]?.n) === 1, 'the waiter is queued');
+    await until(async () => Number((await server.query<{ n: string }>(`SELECT count(*) AS n FROM padlock.participants WHERE prefix = 'ops' AND fence IS NULL`))[0]?.n) === 1, 'the waiter is queued');
 
     const listed = await bin(['list', '--json', '--prefix', 'ops', 'invoice:*']);
     assert.equal(listed.code, 0, listed.stderr);

@@ -8,7 +8,7 @@
  * each lock's queue turned into the same LockState (`lockStateOf`) that Redis's inspection gives, so
  * every command prints it with its Redis renderer. Options that mean something only on Redis
  * (`--url`, `--cluster`, `--all`) are refused beside a store, naming the option ({@link namesStore}).
- * `reap` and `dashboard` stay Redis-only.
+ * `dashboard` serves a store's catalog through this session too; `reap` stays Redis-only.
  */
 import type { Command as CommanderCommand } from 'commander';
 import type { LockCatalog } from '../catalog.js';
