@@ -199,9 +199,8 @@ describe('padlock list, inspect, watch and release --force on PostgreSQL', { tim
     assert.deepEqual((JSON.parse(listed.stdout) as ListReport).locks.map((l) => [l.name, l.fence]), [['job', lease.fence]]);
     assert.deepEqual((JSON.parse(elsewhere.stdout) as ListReport).locks, [], 'the default schema has none of it');
 
-    const [listNowhere, releaseNowhere] = await Promise.all([bin(['list', '--postgres-schema', 'nowhere']), bin(['release', 'job', '--force', '--yes', '--prefix', 'own', '--postgres-schema', 'nowhere'])]);
-    assertOneLineError(listNowhere, 1, /schema "nowhere" has no padlock tables/);
-    assertOneLineError(releaseNowhere, 1, /schema "nowhere" has no padlock tables/);
+    // release reads the lock through the same catalog first: the same error.
+    assertOneLineError(await bin(['release', 'job', '--force', '--yes', '--prefix', 'own', '--postgres-schema', 'nowhere']), 1, /schema "nowhere" has no padlock tables/);
     const [schema] = await server.query<{ found: boolean }>(`SELECT to_regnamespace('nowhere') IS NOT NULL AS found`);
     assert.equal(schema?.found, false, 'an operator command installs nothing');
     await lease.release();
