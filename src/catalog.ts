@@ -1,5 +1,5 @@
 /**
- * What an operator reads of a consensus store (ZooKeeper, etcd): every lock in use, as the same
+ * What an operator reads of a store other than Redis (ZooKeeper, etcd, PostgreSQL): every lock in use, as the same
  * {@link LockState} the Redis inspection gives, so that `padlock list`, `inspect` and `release`
  * print and decide alike on every store. A consensus store's lock is a queue of participants (one
  * node or key each, in creation order); its catalog reads them, and {@link lockStateOf} turns one
@@ -27,6 +27,8 @@ export interface CatalogEntry {
    * `undefined` where the store keeps no time (etcd keeps revisions).
    */
   readonly since?: number | undefined;
+  /** A holder's lease left, ms by the store's clock; `undefined` where the store keeps it per lock (etcd: the lease's TTL) or not at all. */
+  readonly leaseMs?: number | undefined;
 }
 
 /** One lock of a consensus store, read. */
@@ -67,6 +69,8 @@ export function lockStateOf(lock: CatalogLock, waiters = Infinity, now = Date.no
       clients: entry.client === null ? null : [entry.client],
       ...(lock.kind === 'readWrite' ? { side: entry.role === 'lock' ? ('write' as const) : ('read' as const) } : {}),
       ...(lock.kind === 'semaphore' ? { permits: entry.permits, fence: entry.order } : {}),
+      // Each holder's own lease, as Redis shows a read/write lock's or a semaphore's.
+      ...(lock.kind !== 'mutex' && entry.leaseMs !== undefined ? { leaseMs: entry.leaseMs } : {}),
     }));
   const queued: WaiterState[] = waiting.slice(0, waiters).map((entry, i) => ({
     position: i + 1,

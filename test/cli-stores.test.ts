@@ -1,7 +1,8 @@
 /**
  * The `padlock` command on the consensus stores: `list` reads every lock in use through the store's
  * catalog (holders, fences, waiters), `inspect` shows one in full (and a free name as Redis's does),
- * `watch` redraws the list, `release --force` frees one and its holder is told, and bad store flags
+ * `watch` redraws the list, `release --force` frees one and its holder is told, `dashboard` serves
+ * the same read (its snapshot endpoint; test/dashboard-stores.test.ts for PostgreSQL), and bad store flags
  * (or Redis-only options beside a store) are one-line usage errors. Real servers, the real bin.
  */
 import { after, describe, it } from 'node:test';
@@ -13,6 +14,7 @@ import type { InspectReport } from '../src/cli/inspect.js';
 import type { ListReport } from '../src/cli/list.js';
 import type { ReleaseReport } from '../src/cli/release.js';
 import type { WatchFrame } from '../src/cli/watch.js';
+import type { Snapshot } from '../src/dashboard/index.js';
 import { assertOneLineError, runBin } from './harness/cli.js';
 import { startEtcd } from './harness/etcd.js';
 import { startZooKeeper } from './harness/zookeeper.js';
@@ -165,6 +167,30 @@ function operatorCommands(name: string, start: () => Promise<StoreUnderTest>): v
         await permit.release();
         await waiting.then((next) => next.release());
       }
+    });
+
+    it('padlock dashboard serves the locks through the catalog: its snapshot shows a held lock, and Ctrl-C stops it', async () => {
+      const store = await start();
+      const holder = store.padlock('dash');
+      padlocks.push(holder);
+      const lease = await holder.mutex('orders:42').acquire();
+      let url = '';
+      let snapshot: Snapshot | undefined;
+      const run = await runBin(['dashboard', '--port', '0', '--prefix', 'dash', ...store.flag], {
+        onStdout: (soFar, pid) => {
+          const line = /^(.*)\n/.exec(soFar)?.[1];
+          if (url !== '' || line === undefined) return;
+          url = line;
+          // The snapshot, then Ctrl-C.
+          void fetch(new URL('snapshot.json', url))
+            .then(async (response) => (snapshot = (await response.json()) as Snapshot))
+            .finally(() => process.kill(pid, 'SIGINT'));
+        },
+      });
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(snapshot?.store ?? '', new RegExp(`^${store.flag.includes('--zookeeper') ? 'ZooKeeper' : 'etcd'} .*, prefix dash$`));
+      assert.deepEqual(snapshot?.locks.map((l) => [l.name, l.fence, l.holders.map((h) => h.liveness)]), [['orders:42', lease.fence, ['alive']]]);
+      await lease.release();
     });
 
     it('inspect of a name nothing holds or waits for says so as on Redis, exit 0', async () => {

@@ -2,7 +2,9 @@
  * `padlock dashboard`: the live web dashboard (src/dashboard/) served on its own, on loopback by
  * default. Prints the URL it listens on as its first line, then serves until Ctrl-C or SIGTERM,
  * or until the connection to Redis is lost for good. `--url` given several times names the
- * independent masters of a Redlock set.
+ * independent masters of a Redlock set. With `--zookeeper`, `--etcd` or `--postgres` it reads that
+ * store through its catalog (CatalogSource) on a Padlock of its own; a store that stops answering
+ * shows on the page as a failed read, and the dashboard serves on.
  */
 import { Option, type Command as CommanderCommand } from 'commander';
 import { createDashboard } from '../dashboard/handler.js';
@@ -12,10 +14,13 @@ import { checkPrefix } from '../options.js';
 import type { CommandContext } from './command.js';
 import { connect, parseTarget, type Connection } from './connection.js';
 import { CliError, ExitCode, firstLine, interruptedError, usageError } from './errors.js';
+import { namesStore, withStoreOptions, withStoreSession, type StoreFlags } from './store-session.js';
 import { durationParser, integerParser } from './values.js';
+import { CatalogSource } from '../dashboard/catalog-source.js';
+import type { Dashboard } from '../dashboard/handler.js';
 
 /** Flags of `padlock dashboard`. */
-export interface DashboardFlags {
+export interface DashboardFlags extends StoreFlags {
   readonly url: readonly string[];
   readonly cluster?: boolean;
   readonly prefix: string;
@@ -27,15 +32,17 @@ export interface DashboardFlags {
 
 /** Declares `padlock dashboard` on `program`; its action passes its exit code to `exit`. */
 export function declareDashboard(program: CommanderCommand, context: CommandContext, exit: (code: number) => void): void {
-  program
-    .command('dashboard')
+  withStoreOptions(program
+    .command('dashboard'))
     .summary('a live web page of the locks: holders, fences, waiters, dead holders, hold/wait times')
     .description(
       'Serves a live web dashboard of every lock in use under the prefix: kind, holder (and whether ' +
         'its client is alive), fence, lease left, hold age, waiters; dead holders flagged; hold and wait ' +
         'times where Padlocks record them (recordTimings). Read-only unless --allow-release, which ' +
         'offers Force release on each held lock (the operator types its name to confirm; recorded ' +
-        'in an audit log kept in Redis). Prints the URL first, then serves until Ctrl-C.',
+        'in an audit log kept in Redis). Prints the URL first, then serves until Ctrl-C. With ' +
+        "--zookeeper, --etcd or --postgres, read through the store's catalog: no hold/wait times, " +
+        "and the audit log is kept in the dashboard's memory.",
     )
     .option('--url <url>', 'the Redis: redis://…, rediss://… or redis+sentinel://… (default: $REDIS_URL); several --url: the masters of a Redlock set', (value: string, previous: string[]) => [...previous, value], [] as string[])
     .option('--cluster', 'the URL is a node of a Redis Cluster (found out by itself otherwise)')
@@ -55,6 +62,9 @@ async function runDashboard(flags: DashboardFlags, context: CommandContext): Pro
   } catch {
     throw usageError(`--prefix must be 1 to 64 characters from A-Z a-z 0-9 _ . : -, got '${flags.prefix}'`);
   }
+  // `--url` is a list here (Redlock's masters): any given is refused beside a store.
+  const { url, ...rest } = flags;
+  if (namesStore(url.length > 0 ? { ...rest, url: url.join(',') } : rest)) return runDashboardOnStore(prefix, flags, context);
   const urls = flags.url.length > 0 ? flags.url : [undefined];
   if (urls.length === 2) throw usageError('Redlock needs 3 or more masters: give --url once, or 3 or more times');
   const targets = urls.map((url) => parseTarget({ url, cluster: flags.cluster === true, env: context.env }));
@@ -74,12 +84,7 @@ async function runDashboard(flags: DashboardFlags, context: CommandContext): Pro
       allowRelease: flags.allowRelease === true,
       intervalMs: flags.interval,
     });
-    try {
-      server = await serveDashboard(dashboard, flags.host, flags.port);
-    } catch (error) {
-      await dashboard.close();
-      throw new CliError(`cannot listen on ${flags.host}:${flags.port}: ${firstLine(error)}`, ExitCode.failure, { cause: error });
-    }
+    server = await listen(dashboard, flags);
     context.stdout.write(`${server.url}\n`);
     context.stdout.write(`padlock dashboard: ${description}, prefix ${prefix}; ${flags.allowRelease === true ? 'Force release offered' : 'read-only (--allow-release offers Force release)'}. Ctrl-C to stop.\n`);
     const lost = await new Promise<Error | undefined>((resolve) => {
@@ -93,5 +98,42 @@ async function runDashboard(flags: DashboardFlags, context: CommandContext): Pro
   } finally {
     await server?.close();
     for (const connection of connections) connection.close();
+  }
+}
+
+/** `padlock dashboard` on ZooKeeper, etcd or PostgreSQL: the page reads the store's catalog, force-releases go through `forceRelease()`. */
+async function runDashboardOnStore(prefix: string, flags: DashboardFlags, context: CommandContext): Promise<number> {
+  return withStoreSession(flags, prefix, context, async (session) => {
+    const description = `${session.description}, prefix ${prefix}`;
+    const source = new CatalogSource({ padlock: session.padlock, description });
+    const dashboard = createDashboard({ source, allowRelease: flags.allowRelease === true, intervalMs: flags.interval });
+    const server = await listen(dashboard, flags).catch(async (error: unknown) => {
+      await source.close();
+      throw error;
+    });
+    try {
+      context.stdout.write(`${server.url}\n`);
+      context.stdout.write(`padlock dashboard: ${description}; ${flags.allowRelease === true ? 'Force release offered' : 'read-only (--allow-release offers Force release)'}. Ctrl-C to stop.\n`);
+      await new Promise<void>((resolve) => {
+        if (context.signal.aborted) return resolve();
+        context.signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+      if (context.signal.reason === 'SIGTERM') throw interruptedError(context.signal);
+      return ExitCode.ok;
+    } finally {
+      // A source given is the caller's to close; the session closes the Padlock and the client.
+      await server.close();
+      await source.close();
+    }
+  });
+}
+
+/** Serves `dashboard` where the flags say; closes it when the port cannot be had. */
+async function listen(dashboard: Dashboard, flags: DashboardFlags): Promise<DashboardServer> {
+  try {
+    return await serveDashboard(dashboard, flags.host, flags.port);
+  } catch (error) {
+    await dashboard.close();
+    throw new CliError(`cannot listen on ${flags.host}:${flags.port}: ${firstLine(error)}`, ExitCode.failure, { cause: error });
   }
 }

@@ -1,6 +1,6 @@
 /**
  * `padlock inspect <name>`: one lock in full: holders, fence, lease, each queued waiter, and its raw
- * keys with their time to live. On a consensus store (`--zookeeper`, `--etcd`) the lock is read
+ * keys with their time to live. On another store (`--zookeeper`, `--etcd`, `--postgres`) the lock is read
  * through the store's catalog and printed by the same renderer, without what the store does not
  * keep (keys, waiters' timings, a ZooKeeper hold's lease).
  */
@@ -39,7 +39,7 @@ export type InspectedLock = LockState & {
 export interface InspectReport {
   /** Where the lock was read: Redis's URL and topology (absent on a consensus store, see {@link store}). */
   readonly redis?: { readonly url: string; readonly topology: string };
-  /** A consensus store's description (`--zookeeper`, `--etcd`), instead of {@link redis}. */
+  /** Another store's description (`--zookeeper`, `--etcd`, `--postgres`), instead of {@link redis}. */
   readonly store?: string;
   readonly prefix: string;
   /**
@@ -65,7 +65,7 @@ export function declareInspect(program: CommanderCommand, context: CommandContex
         "Shows one lock, held or free: its holders, their clients and hold counts, fence, lease left, the last " +
           'fence handed out, each queued waiter (kind, client, time queued, heartbeat) and its keys ' +
           'in Redis with their time to live. A read/write lock or a semaphore of that name is shown ' +
-          'too (holders with their side or permits), each on its own. With --zookeeper or --etcd, ' +
+          'too (holders with their side or permits), each on its own. With --zookeeper, --etcd or --postgres, ' +
           "read through the store's catalog: holders, fences, hold counts and waiters (no keys, no " +
           'waiting times).',
       )

@@ -27,7 +27,7 @@ export type LockSummary = Omit<LockState, 'waiters' | 'keys'>;
 export interface ListReport {
   /** Where the locks were read: Redis's URL and topology (absent on a consensus store, see {@link store}). */
   readonly redis?: { readonly url: string; readonly topology: string };
-  /** A consensus store's description (`--zookeeper`, `--etcd`), instead of {@link redis}. */
+  /** Another store's description (`--zookeeper`, `--etcd`, `--postgres`), instead of {@link redis}. */
   readonly store?: string;
   readonly prefix: string;
   readonly pattern: string;

@@ -21,9 +21,11 @@ Connecting (list, inspect, release, watch, reap, dashboard): --url, else $REDIS_
                                                the primary a set of sentinels names
                                                (?sentinelPassword=… for the sentinels' own)
   --cluster                                    insist that the URL is a Cluster node
-Or, for list and release on a consensus store:
+Or, for list, inspect, release and watch on another store:
   --zookeeper host:port[,host:port…]           a ZooKeeper ensemble (node-zookeeper-client)
   --etcd host:port[,host:port…]                an etcd cluster (etcd3)
+  --postgres postgres://user@host[:port]/db    a PostgreSQL server (pg); --postgres-schema
+                                               names the schema of padlock's tables
 
 Exit status: 0 done, 1 failed (Redis unreachable or lost, a Redis error), 2 bad command
 line, 130 interrupted (Ctrl-C; 'watch' exits 0 on it), 143 terminated (SIGTERM).

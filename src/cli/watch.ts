@@ -2,7 +2,7 @@
  * `padlock watch [pattern]`: `list`, redrawn in place every interval on a terminal (the alternate
  * screen, as `top` and `watch` use, restored on exit). Ends cleanly on Ctrl-C (exit 0; SIGTERM:
  * 143) and on a lost connection (exit 1, one line). Elsewhere it prints one frame per interval (`--json`: one
- * JSON object per line). On a consensus store (`--zookeeper`, `--etcd`) each frame is `list`'s read
+ * JSON object per line). On another store (`--zookeeper`, `--etcd`, `--postgres`) each frame is `list`'s read
  * of the store's catalog.
  */
 import { Option, type Command as CommanderCommand } from 'commander';

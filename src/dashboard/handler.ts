@@ -14,6 +14,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LockKind } from '../lock-state.js';
 import type { Padlock } from '../padlock.js';
 import type { RedisClient } from '../stores/redis/adapters/clients.js';
+import { CatalogSource } from './catalog-source.js';
 import { LiveFeed } from './live-feed.js';
 import { pageHtml } from './page.js';
 import { RedisSource } from './redis-source.js';
@@ -22,11 +23,15 @@ import type { DashboardSource } from './source.js';
 /** Who may use the dashboard: `false` refuses (403); a string names the operator in the audit log; `true` allows (the audit log then names the remote address). */
 export type Authorize = (req: IncomingMessage) => boolean | string | Promise<boolean | string>;
 
-/** Options of {@link createDashboard}: a Redis client (or a Padlock with it), or a source of another kind. */
+/** Options of {@link createDashboard}: a Redis client (or a Padlock with it), a Padlock on another store, or a source of any kind. */
 export interface DashboardOptions {
   /** The application's Redis client (one server, Sentinel, Cluster), or its Redlock masters. Either this or `source`. */
   readonly redis?: RedisClient | readonly RedisClient[] | undefined;
-  /** The application's Padlock on that Redis: its prefix is used, and force-releases go through it. */
+  /**
+   * The application's Padlock on that Redis: its prefix is used, and force-releases go through it.
+   * Without `redis`: a Padlock on ZooKeeper, etcd or PostgreSQL, whose locks are read through its
+   * store's catalog (`CatalogSource`).
+   */
   readonly padlock?: Padlock | undefined;
   /** The key prefix of the locks. @default the Padlock's, else `'padlock'` */
   readonly prefix?: string | undefined;
@@ -74,11 +79,17 @@ const MAX_WHY = 500;
  * import { createDashboard } from 'padlock/dashboard';
  * createServer(createDashboard({ redis, padlock })).listen(8080, '127.0.0.1');
  * ```
- * @throws TypeError for options it cannot use (neither `redis` nor `source`, a bad `intervalMs` or `basePath`)
+ * @throws TypeError for options it cannot use (none of `redis`, `padlock`, `source`; a bad `intervalMs` or `basePath`)
  */
 export function createDashboard(options: DashboardOptions): Dashboard {
-  const source = options.source ?? (options.redis !== undefined ? new RedisSource({ redis: options.redis, padlock: options.padlock, prefix: options.prefix, description: options.description }) : undefined);
-  if (source === undefined) throw new TypeError('createDashboard needs { redis } (the Redis client, or the Redlock masters) or { source }');
+  const source =
+    options.source ??
+    (options.redis !== undefined
+      ? new RedisSource({ redis: options.redis, padlock: options.padlock, prefix: options.prefix, description: options.description })
+      : options.padlock !== undefined
+        ? new CatalogSource({ padlock: options.padlock, description: options.description })
+        : undefined);
+  if (source === undefined) throw new TypeError('createDashboard needs { redis } (the Redis client, or the Redlock masters), { padlock } (a Padlock on ZooKeeper, etcd or PostgreSQL) or { source }');
   const intervalMs = options.intervalMs ?? 1_000;
   if (!Number.isInteger(intervalMs) || intervalMs < 100 || intervalMs > 60_000) throw new TypeError(`intervalMs must be an integer from 100 to 60000, got ${String(intervalMs)}`);
   const basePath = (options.basePath ?? '').replace(/\/+$/, '');

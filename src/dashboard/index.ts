@@ -4,6 +4,7 @@
  */
 export { createDashboard, type Authorize, type Dashboard, type DashboardOptions } from './handler.js';
 export { RedisSource, type RedisSourceOptions } from './redis-source.js';
+export { CatalogSource, type CatalogSourceOptions } from './catalog-source.js';
 export type { DashboardSource, ForceReleaseOutcome, SourceLock, SourceReading } from './source.js';
 export type { AuditEntry, HolderView, Liveness, LockView, Snapshot, TimingsView } from './snapshot.js';
 export type { Distribution, Timings } from '../timings.js';

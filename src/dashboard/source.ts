@@ -2,8 +2,8 @@
  * Where a dashboard's data comes from: the seam between the page (store-agnostic) and a store.
  * {@link RedisSource} serves every Redis topology padlock runs on (one server, Sentinel, a Cluster
  * across its masters, Redlock); a store of another kind plugs in by implementing this interface and
- * passing it as `createDashboard({ source })`. ZooKeeper and etcd have none yet: their catalogs
- * (catalog.ts) read what a source would show, but their force-releases have no audit log.
+ * passing it as `createDashboard({ source })`. {@link CatalogSource} serves the stores with a
+ * catalog (ZooKeeper, etcd, PostgreSQL: catalog.ts), without distributions, its audit log in memory.
  */
 import type { LockKind } from '../lock-state.js';
 import type { AuditEntry, LockView, TimingsView } from './snapshot.js';

@@ -22,6 +22,6 @@ export function openStore(options: ResolvedPadlockOptions & { readonly store: St
     case 'etcd':
       return new EtcdStore({ ...options, client: options.store.client as unknown as Etcd3 }, host);
     case 'postgres':
-      return new PostgresStore({ pool: options.store.pool as unknown as PostgresPool, schema: options.store.schema, createSchema: options.store.createSchema, replyTimeoutMs: options.replyTimeoutMs }, host);
+      return new PostgresStore({ pool: options.store.pool as unknown as PostgresPool, prefix: options.prefix, schema: options.store.schema, createSchema: options.store.createSchema, replyTimeoutMs: options.replyTimeoutMs }, host);
   }
 }

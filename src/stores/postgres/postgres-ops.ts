@@ -61,6 +61,28 @@ interface TakeRow {
   retry_ms: number | null;
 }
 
+/** A row of padlock's `participants` table as an operator reads it (`pg` gives bigints as strings). */
+export interface ParticipantRow {
+  readonly family: LockRef['family'];
+  readonly name: string;
+  readonly role: Role;
+  readonly owner: string;
+  readonly ticket: string;
+  readonly permits: number;
+  readonly lock_limit: number;
+  /** A read taken inside a write hold: the writer's owner. */
+  readonly passes: string | null;
+  /** Set when granted; `null` while waiting. */
+  readonly fence: string | null;
+  readonly hold_count: number;
+  /** The LISTEN channel of the Padlock that holds or waits. */
+  readonly channel: string;
+  /** Its lease left (a waiter's: until it must have looked again), by the server's clock. */
+  readonly remaining_ms: number;
+  /** A semaphore's stored limit in force (`setPermits`); `null` when none, or another kind. */
+  readonly stored_limit: number | null;
+}
+
 export class PostgresOps {
   constructor(
     private readonly pool: Pool,
@@ -158,6 +180,24 @@ export class PostgresOps {
       `SELECT p.role, p.fence IS NOT NULL AS held FROM $S.participants p
          WHERE p.prefix = $1 AND p.family = $2 AND p.name = $3 AND p.owner = $4 AND p.expires_at > clock_timestamp()`,
       [lock.prefix, lock.family, lock.name, owner],
+    );
+  }
+
+  /**
+   * Every live row under `prefix` (its lease not run out by the server's clock), in queue order per
+   * lock, each with its lease left and, on a semaphore's rows, the stored limit in force: one
+   * statement, so one snapshot (an operator's read, postgres-catalog.ts).
+   */
+  async participants(prefix: string): Promise<ParticipantRow[]> {
+    return this.#rows<ParticipantRow>(
+      'participants',
+      `SELECT p.family, p.name, p.role, p.owner, p.ticket, p.permits, p.lock_limit, p.passes, p.fence, p.hold_count, p.channel,
+           $S.ms_until(p.expires_at, clock_timestamp()) AS remaining_ms,
+           (SELECT l.permits FROM $S.limits l WHERE p.family = 'semaphore' AND l.prefix = p.prefix AND l.name = p.name
+              AND l.expires_at > clock_timestamp()) AS stored_limit
+         FROM $S.participants p WHERE p.prefix = $1 AND p.expires_at > clock_timestamp()
+         ORDER BY p.name, p.family, p.ticket`,
+      [prefix],
     );
   }
 

@@ -7,6 +7,7 @@
  * and the sweep that keeps the tables bounded (docs/postgres.md).
  */
 import type { Pool } from 'pg';
+import type { LockCatalog } from '../../catalog.js';
 import { bound, monotonicNow } from '../../clock.js';
 import { PostgresUnavailableError } from '../../errors.js';
 import type { Hold } from '../../hold.js';
@@ -15,6 +16,7 @@ import type { ReadWriteLock } from '../../locks/read-write-lock.js';
 import type { SemaphoreLock } from '../../locks/semaphore-lock.js';
 import type { Shared } from '../../shared.js';
 import type { LockKindName, Store, StoreHost } from '../../store.js';
+import { PostgresCatalog } from './postgres-catalog.js';
 import { READ_ONLY_MESSAGE, unavailable } from './postgres-errors.js';
 import { PostgresListener } from './postgres-listener.js';
 import { PostgresMutex } from './postgres-mutex.js';
@@ -26,6 +28,8 @@ import { PostgresSemaphore } from './postgres-semaphore.js';
 /** The PostgreSQL options a Padlock was given, resolved. */
 export interface PostgresStoreOptions {
   readonly pool: Pool;
+  /** The Padlock's prefix (the catalog reads the rows under it). */
+  readonly prefix: string;
   readonly schema: string;
   readonly createSchema: boolean;
   readonly replyTimeoutMs: number;
@@ -44,6 +48,7 @@ export class PostgresStore implements Store {
   readonly ops: PostgresOps;
   readonly listener: PostgresListener;
   readonly #pool: Pool;
+  readonly #prefix: string;
   readonly #schema: string;
   readonly #createSchema: boolean;
   readonly #host: StoreHost;
@@ -56,6 +61,7 @@ export class PostgresStore implements Store {
 
   constructor(options: PostgresStoreOptions, host: StoreHost) {
     this.#pool = options.pool;
+    this.#prefix = options.prefix;
     this.#schema = options.schema;
     this.#createSchema = options.createSchema;
     this.replyTimeoutMs = options.replyTimeoutMs;
@@ -93,6 +99,14 @@ export class PostgresStore implements Store {
 
   semaphore(shared: Shared, name: string, permits: number): SemaphoreLock {
     return new PostgresSemaphore(shared, this, name, permits);
+  }
+
+  /**
+   * An operator's read of every lock under this Padlock's prefix (`padlock list --postgres`): reads
+   * the schema as it is, never installs it.
+   */
+  catalog(): LockCatalog {
+    return new PostgresCatalog(this.ops, this.#prefix, this.replyTimeoutMs, `PostgreSQL (schema ${this.#schema}, prefix ${this.#prefix})`);
   }
 
   /** One statement renews every hold: one group. */
