@@ -4,7 +4,8 @@
  * them; Force release frees the lock through `forceRelease()`, its holder is told at once, the waiter
  * served, the audit entry shown; Ctrl-C stops it), `createDashboard({ padlock })` mounted for a
  * Padlock on it, and a store flag beside `--url` refused. ZooKeeper and etcd: test/cli-stores.test.ts.
- * A real server; no browser (the page is the Redis one's, tested in test/dashboard.test.ts).
+ * A real server. Then the page itself in a real browser (Chromium, as test/dashboard.test.ts drives
+ * it on Redis) on ZooKeeper, etcd and PostgreSQL: a held lock's row, its fence, live updates.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,8 +13,13 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createDashboard, type Snapshot } from '../src/dashboard/index.js';
 import { LockLostError, Padlock } from '../src/index.js';
+import { Etcd3 } from 'etcd3';
+import zookeeper from 'node-zookeeper-client';
+import { noChromium, useBrowser } from './harness/browser.js';
 import { assertOneLineError, cleanEnv, runBin, type Run } from './harness/cli.js';
+import { startEtcd, type Cluster } from './harness/etcd.js';
 import { startPostgres, type PostgresServer } from './harness/postgres.js';
+import { startZooKeeper, type Ensemble } from './harness/zookeeper.js';
 
 /** `read()`'s value once `done` says so (polled every 20 ms), or fails after `ms`. */
 async function until<T>(read: () => T | Promise<T>, what: string, done: (value: T) => boolean = Boolean, ms = 10_000): Promise<T> {
@@ -134,4 +140,68 @@ describe('the dashboard on stores with a catalog', { timeout: 60_000 }, () => {
   it('refuses a store flag beside --url, in one line', async () => {
     assertOneLineError(await runBin(['dashboard', '--postgres', 'postgres://127.0.0.1:1/x', '--url', 'redis://127.0.0.1:1']), 2, /--url and --cluster are for Redis/);
   });
+});
+
+describe('the page in a browser, on every store with a catalog', { skip: noChromium, timeout: 90_000 }, () => {
+  const browser = useBrowser();
+  let zooKeeper: Ensemble;
+  let etcd: Cluster;
+  let postgres: PostgresServer;
+  const closers: (() => unknown)[] = [];
+  before(async () => {
+    [zooKeeper, etcd, postgres] = await Promise.all([startZooKeeper(), startEtcd(), startPostgres()]);
+  });
+  after(async () => {
+    for (const close of closers.reverse()) await close();
+  });
+
+  /** A Padlock on `store` with a client of its own (closed after the tests). */
+  const padlockOn = (store: 'zookeeper' | 'etcd' | 'postgres'): Padlock => {
+    let made: Padlock;
+    if (store === 'zookeeper') {
+      const client = zookeeper.createClient(zooKeeper.connectString, { sessionTimeout: 4_000 });
+      made = new Padlock({ zookeeper: client, prefix: 'browser' });
+      closers.push(() => client.close());
+    } else if (store === 'etcd') {
+      const client = new Etcd3({ hosts: etcd.hosts, dialTimeout: 2_000 });
+      made = new Padlock({ etcd: client, prefix: 'browser' });
+      closers.push(() => client.close());
+    } else {
+      made = new Padlock({ postgres: postgres.pool({ max: 4 }), prefix: 'browser' });
+    }
+    closers.push(() => made.close({ drainMs: 0 }));
+    return made;
+  };
+
+  for (const store of ['zookeeper', 'etcd', 'postgres'] as const) {
+    it(`${store}: a held lock shows with its fence and holder, and goes live once released; no console error`, async () => {
+      const app = padlockOn(store);
+      const dashboard = createDashboard({ padlock: app, intervalMs: 200 });
+      const http = createServer(dashboard);
+      await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+      closers.push(async () => {
+        await dashboard.close();
+        http.closeAllConnections();
+        await new Promise((resolve) => http.close(resolve));
+      });
+      const lease = await app.mutex('orders:42').acquire();
+      const page = await browser.page();
+      const consoleErrors: string[] = [];
+      page.on('console', (message) => {
+        if (message.type() === 'error') consoleErrors.push(`${message.text()} ${message.location().url}`);
+      });
+      page.on('pageerror', (error) => consoleErrors.push(String(error)));
+      await page.goto(`http://127.0.0.1:${(http.address() as AddressInfo).port}/`);
+      const row = page.locator('#locks tbody tr[data-lock="orders:42"]');
+      await row.waitFor();
+      assert.equal(await row.locator('td.fence').textContent(), String(lease.fence));
+      assert.match((await row.textContent()) ?? '', new RegExp(lease.owner.slice(0, 8)));
+      assert.match((await page.getByRole('status').textContent()) ?? '', /^Live/);
+      await lease.release();
+      await row.waitFor({ state: 'detached' });
+      await page.locator('#locks-empty').waitFor({ state: 'visible' });
+      assert.deepEqual(consoleErrors, [], 'the page logs no console error');
+      await page.close();
+    });
+  }
 });
