@@ -60,7 +60,10 @@ export class ScriptRunner {
   send<Result>(script: Script<Result>, keys: readonly string[], args: readonly Arg[], lock?: string, gaveUp?: GaveUp): Promise<Result> {
     // Connected (nearly every call): the EVALSHA goes out now, its reply read in one step, with no
     // async frame of its own (this runs twice per acquire+release).
-    if (this.connection.firstConnection() === undefined) {
+    // Asked once: a client that failed to connect answers with a rejected promise, which #send
+    // must await (dropped, it would be an unhandled rejection).
+    const connecting = this.connection.firstConnection();
+    if (connecting === undefined) {
       let sent: Promise<unknown>;
       try {
         sent = this.connection.evalsha(script.sha, keys, args);
@@ -78,6 +81,7 @@ export class ScriptRunner {
       (sha) => this.connection.evalsha(sha, keys, args).then((r) => [r, 0] as const),
       (source) => this.connection.eval(source, keys, args).then((r) => [r, 0] as const),
       gaveUp,
+      connecting,
     ).then(([reply]) => reply);
   }
 
@@ -138,8 +142,9 @@ export class ScriptRunner {
     bySha: (sha: string) => Promise<readonly [unknown, number]>,
     bySource: (source: string) => Promise<readonly [unknown, number]>,
     gaveUp?: GaveUp,
+    connecting: Promise<void> | undefined = this.connection.firstConnection(),
   ): Promise<readonly [Result, number]> {
-    await this.#connected(lock, gaveUp);
+    await this.#connected(lock, gaveUp, connecting);
     let reply: readonly [unknown, number];
     try {
       reply = await bySha(script.sha);
@@ -161,8 +166,7 @@ export class ScriptRunner {
    * meanwhile: a call left in the client's offline queue would run whenever it connects, after its
    * caller has moved on (and after `gaveUp`, it is not sent at all).
    */
-  async #connected(lock: string | undefined, gaveUp?: GaveUp): Promise<void> {
-    const connecting = this.connection.firstConnection();
+  async #connected(lock: string | undefined, gaveUp?: GaveUp, connecting: Promise<void> | undefined = this.connection.firstConnection()): Promise<void> {
     if (connecting === undefined) return;
     try {
       await connecting;
