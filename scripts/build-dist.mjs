@@ -50,7 +50,7 @@ for (const file of filesUnder(join(dist, 'cli'))) {
     rmSync(file);
     continue;
   }
-  // The bin's imports of the library (`../inspection.js`) go to the CommonJS build (`../cjs/inspection.js`).
+  // The bin's imports of the library (`../lock-state.js`) go to the CommonJS build (`../cjs/lock-state.js`).
   const code = readFileSync(file, 'utf8').replace(/(from |import\()'(\.\.\/[^']+)'/g, (_, how, path) => {
     const target = resolve(dirname(file), path);
     if (target.startsWith(join(dist, 'cli') + '/')) return `${how}'${path}'`;
