@@ -88,8 +88,9 @@ while (pending.length > 0) {
   const file = pending.pop();
   if (reached.has(file) || !existsSync(file)) continue;
   reached.add(file);
-  for (const match of readFileSync(file, 'utf8').matchAll(/(?:from\s+|import\s*\(\s*)'(\.[^']+)'/g)) {
-    pending.push(resolve(dirname(file), match[1].replace(/\.js$/, '.d.ts')));
+  // tsc writes `from '…'` with single quotes and an inline `import("…")` type with double ones.
+  for (const match of readFileSync(file, 'utf8').matchAll(/(?:from\s+|import\s*\(\s*)(['"])(\.[^'"]+)\1/g)) {
+    pending.push(resolve(dirname(file), match[2].replace(/\.js$/, '.d.ts')));
   }
 }
 for (const file of filesUnder(cjs)) {

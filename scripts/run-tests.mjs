@@ -15,7 +15,21 @@ function testFiles(path) {
 }
 // The longest files start first (two lanes, ~1 000 s of files): a long one started last would run
 // alone at the end of the run.
-const LONGEST_FIRST = ['package/package.test.js', 'cli-topologies.test.js', 'zookeeper-faults.test.js', 'etcd-faults.test.js', 'postgres-faults.test.js', 'shutdown-drain.test.js'];
+const LONGEST_FIRST = [
+  'package/package.test.js',
+  'cli-topologies.test.js',
+  'zookeeper-faults.test.js',
+  'etcd-faults.test.js',
+  'safety/fault-redlock.test.js',
+  'outage.test.js',
+  'postgres-faults.test.js',
+  'redlock-restart.test.js',
+  'cli.test.js',
+  'dashboard-stores.test.js',
+  'dashboard-topologies.test.js',
+  'safety/storm.test.js',
+  'shutdown-drain.test.js',
+];
 const rank = (file) => {
   const i = LONGEST_FIRST.findIndex((tail) => file.endsWith(`/${tail}`));
   return i === -1 ? LONGEST_FIRST.length : i;

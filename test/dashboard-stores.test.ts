@@ -52,6 +52,10 @@ function startBin(args: readonly string[]): { url: Promise<string>; pid: Promise
 
 const snapshotAt = async (url: string): Promise<Snapshot> => (await fetch(new URL('snapshot.json', url))).json() as Promise<Snapshot>;
 
+/** One PostgreSQL server for the file (each describe uses prefixes of its own). */
+let postgresServer: Promise<PostgresServer> | undefined;
+const sharedPostgres = (): Promise<PostgresServer> => (postgresServer ??= startPostgres());
+
 describe('the dashboard on stores with a catalog', { timeout: 60_000 }, () => {
   const padlocks: Padlock[] = [];
   after(() => Promise.allSettled(padlocks.map((p) => p.close({ drainMs: 0 }))));
@@ -59,7 +63,7 @@ describe('the dashboard on stores with a catalog', { timeout: 60_000 }, () => {
   describe('on PostgreSQL', () => {
     let server: PostgresServer;
     before(async () => {
-      server = await startPostgres();
+      server = await sharedPostgres();
     });
 
     it('shows the locks in use, frees one by Force release (its holder told, the waiter served, the audit entry shown), and stops on Ctrl-C', async () => {
@@ -149,7 +153,7 @@ describe('the page in a browser, on every store with a catalog', { skip: noChrom
   let postgres: PostgresServer;
   const closers: (() => unknown)[] = [];
   before(async () => {
-    [zooKeeper, etcd, postgres] = await Promise.all([startZooKeeper(), startEtcd(), startPostgres()]);
+    [zooKeeper, etcd, postgres] = await Promise.all([startZooKeeper(), startEtcd(), sharedPostgres()]);
   });
   after(async () => {
     for (const close of closers.reverse()) await close();
