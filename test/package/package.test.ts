@@ -259,7 +259,8 @@ function writeProject(project: Project, dir: string): { example: Example; file: 
   return runs;
 }
 
-describe('the packed package, installed into fresh projects', { concurrency: 3 }, () => {
+// Two projects at a time: its compilers share the machine with the test file beside it.
+describe('the packed package, installed into fresh projects', { concurrency: 2 }, () => {
   for (const project of projects) {
     it(`${project.name}: every example of the README and docs compiles; ${project.runs === 'all' ? 'each' : 'the first'} runs and exits by itself`, { timeout: 300_000 }, async () => {
       const dir = join(work, project.client, project.name);
