@@ -18,14 +18,14 @@
  *   --warm-up S            unmeasured run per contender in the worker processes first (default 2)
  *   --out FILE             also write the measurements as JSON (nothing is written otherwise)
  */
-import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startRedisServer, type RedisServer } from '../src/devserver/redis-server.js';
 import { startPostgresServer, type PostgresServer } from '../test/harness/postgres-server.js';
 import { ChildChannel, withTimeout } from './child.js';
+import { fixed, paired, positive, ratioText, spread, uptime } from './report-format.js';
 import { CONTENDER_LABEL, CONTENDERS, LEASE_MS, openContender, type BenchAddresses, type ContenderName } from './postgres-contenders.js';
 import type { FromPostgresChild, ToPostgresChild } from './postgres-child.js';
 import { measureContended, median, nowMs, type AcquisitionRecord, type ContendedMeasures } from './stats.js';
@@ -43,12 +43,6 @@ const { values: args } = parseArgs({
     out: { type: 'string' },
   },
 });
-
-function positive(name: string, text: string | undefined): number {
-  const value = Number(text);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a number > 0, got ${String(text)}`);
-  return value;
-}
 
 const rounds = Math.round(positive('rounds', args.rounds));
 const roundMs = positive('round-ms', args['round-ms']);
@@ -85,22 +79,6 @@ process.once('SIGINT', () => {
     .catch(() => undefined)
     .finally(() => process.exit(130));
 });
-
-function uptime(): string {
-  try {
-    return execFileSync('uptime', { encoding: 'utf8' }).trim();
-  } catch {
-    return `load average: ${loadavg().map((l) => l.toFixed(2)).join(', ')}`;
-  }
-}
-
-// ── Formatting ──────────────────────────────────────────────────────────────────────────────────
-
-const fixed = (value: number, digits = 2): string => (Number.isFinite(value) ? value.toFixed(digits) : '—');
-const spread = (values: readonly number[], digits = 2): string => `${fixed(Math.min(...values), digits)}–${fixed(Math.max(...values), digits)}`;
-const ratioText = (values: readonly number[]): string => `${fixed(median(values))}× (${spread(values)})`;
-/** Per-round ratios `a[i] ÷ b[i]`. */
-const paired = (a: readonly number[], b: readonly number[]): number[] => a.map((value, i) => value / (b[i] ?? Number.NaN));
 
 // ── 1. Uncontended ──────────────────────────────────────────────────────────────────────────────
 

@@ -25,7 +25,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Etcd3 } from 'etcd3';
@@ -36,6 +36,7 @@ import { ZooKeeperOps } from '../src/stores/zookeeper/zookeeper-client.js';
 import { startCluster, type Cluster } from '../test/harness/etcd-servers.js';
 import { fourLetters, startEnsemble, type Ensemble } from '../test/harness/zookeeper-servers.js';
 import { ChildChannel, withTimeout } from './child.js';
+import { fixed, paired, positive, ratioText, spread, uptime } from './report-format.js';
 import { measureContended, median, nowMs, type AcquisitionRecord, type ContendedMeasures } from './stats.js';
 import type { FromStoresChild, ToStoresChild } from './stores-child.js';
 import { LEASE_MS, SESSION_TIMEOUT_MS, STORES, lockLoop, openStorePadlock, openZooKeeper, type LoopPlan, type StoreAddresses, type StoreName, type StorePadlock } from './store-padlocks.js';
@@ -54,12 +55,6 @@ const { values: args } = parseArgs({
     out: { type: 'string' },
   },
 });
-
-function positive(name: string, text: string | undefined): number {
-  const value = Number(text);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a number > 0, got ${String(text)}`);
-  return value;
-}
 
 const rounds = Math.round(positive('rounds', args.rounds));
 const roundMs = positive('round-ms', args['round-ms']);
@@ -109,23 +104,6 @@ function version(command: string, argv: readonly string[], pattern: RegExp): str
     return '?';
   }
 }
-
-function uptime(): string {
-  try {
-    return execFileSync('uptime', { encoding: 'utf8' }).trim();
-  } catch {
-    return `load average: ${loadavg().map((l) => l.toFixed(2)).join(', ')}`;
-  }
-}
-
-// ── Formatting ──────────────────────────────────────────────────────────────────────────────────
-
-const fixed = (value: number, digits = 2): string => (Number.isFinite(value) ? value.toFixed(digits) : '—');
-const spread = (values: readonly number[], digits = 2): string => `${fixed(Math.min(...values), digits)}–${fixed(Math.max(...values), digits)}`;
-const ratioText = (values: readonly number[]): string => `${fixed(median(values))}× (${spread(values)})`;
-
-/** Per-round ratios `a[i] ÷ b[i]`. */
-const paired = (a: readonly number[], b: readonly number[]): number[] => a.map((value, i) => value / (b[i] ?? Number.NaN));
 
 // ── 1. Uncontended ──────────────────────────────────────────────────────────────────────────────
 
