@@ -15,20 +15,10 @@ import type { ReleaseReport } from '../src/cli/release.js';
 import type { WatchFrame } from '../src/cli/watch.js';
 import { PostgresStore } from '../src/stores/postgres/postgres-store.js';
 import { internals } from '../src/testing.js';
-import { assertOneLineError, runBin } from './harness/cli.js';
+import { assertOneLineError, runBin, until } from './harness/cli.js';
 import { startPostgres, type PostgresServer } from './harness/postgres.js';
 import { freePort } from '../src/devserver/redis-server.js';
 
-/** `read()`'s value once `done` says so (polled every 20 ms), or fails after `ms`. */
-async function until<T>(read: () => T | Promise<T>, what: string, done: (value: T) => boolean = Boolean, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > end) assert.fail(`not within ${ms} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 // Side by side: each test has its own prefix (or schema), and the bin's start-up is most of their time.
 describe('padlock list, inspect, watch and release --force on PostgreSQL', { timeout: 60_000, concurrency: true }, () => {

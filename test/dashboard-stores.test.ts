@@ -16,39 +16,12 @@ import { LockLostError, Padlock } from '../src/index.js';
 import { Etcd3 } from 'etcd3';
 import zookeeper from 'node-zookeeper-client';
 import { noChromium, useBrowser } from './harness/browser.js';
-import { assertOneLineError, cleanEnv, runBin, type Run } from './harness/cli.js';
+import { assertOneLineError, runBin, startDashboardBin, until } from './harness/cli.js';
 import { startEtcd, type Cluster } from './harness/etcd.js';
 import { startPostgres, type PostgresServer } from './harness/postgres.js';
 import { startZooKeeper, type Ensemble } from './harness/zookeeper.js';
 
-/** `read()`'s value once `done` says so (polled every 20 ms), or fails after `ms`. */
-async function until<T>(read: () => T | Promise<T>, what: string, done: (value: T) => boolean = Boolean, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > end) assert.fail(`not within ${ms} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
-/** Runs `padlock dashboard args…`: its URL (its first line) once it listens, its pid, and its end. */
-function startBin(args: readonly string[]): { url: Promise<string>; pid: Promise<number>; done: Promise<Run> } {
-  let resolveUrl: (url: string) => void = () => undefined;
-  let resolvePid: (pid: number) => void = () => undefined;
-  const url = new Promise<string>((resolve) => (resolveUrl = resolve));
-  const pid = new Promise<number>((resolve) => (resolvePid = resolve));
-  const done = runBin(['dashboard', ...args], {
-    env: cleanEnv(),
-    onStdout: (soFar, childPid) => {
-      resolvePid(childPid);
-      const line = /^(.*)\n/.exec(soFar)?.[1];
-      if (line !== undefined) resolveUrl(line);
-    },
-  });
-  void done.then((run) => resolveUrl(`(exited ${run.code}: ${run.stderr})`));
-  return { url, pid, done };
-}
 
 const snapshotAt = async (url: string): Promise<Snapshot> => (await fetch(new URL('snapshot.json', url))).json() as Promise<Snapshot>;
 
@@ -74,7 +47,7 @@ describe('the dashboard on stores with a catalog', { timeout: 60_000 }, () => {
       const lease = await holder.mutex('orders:42').acquire();
       const waiting = waiter.mutex('orders:42').acquire({ waitMs: 30_000 });
       const permit = await holder.semaphore('pool', 2).acquire();
-      const bin = startBin(['--postgres', `postgres://postgres@127.0.0.1:${server.port}/postgres`, '--prefix', 'dash', '--port', '0', '--interval', '100ms', '--allow-release']);
+      const bin = startDashboardBin(['--postgres', `postgres://postgres@127.0.0.1:${server.port}/postgres`, '--prefix', 'dash', '--port', '0', '--interval', '100ms', '--allow-release']);
       const url = await bin.url;
       assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/$/, `the first line is the URL, got ${url}`);
       try {

@@ -19,7 +19,7 @@ import { auditKey } from '../src/dashboard/audit-log.js';
 import { timingsKey } from '../src/timings.js';
 import { Padlock, PadlockOptionError } from '../src/index.js';
 import { connect, eventually, padlockOn, startServer } from './harness/redis.js';
-import { cleanEnv, runBin, type Run } from './harness/cli.js';
+import { startDashboardBin } from './harness/cli.js';
 import { noChromium, useBrowser } from './harness/browser.js';
 import { redisInternals } from '../src/testing.js';
 
@@ -34,23 +34,6 @@ function row(page: Page, name: string): ReturnType<Page['locator']> {
   return page.locator(`#locks tbody tr[data-lock="${name}"]`);
 }
 
-/** Runs `padlock dashboard args…`; resolves with its URL (its first line) once it listens. */
-function startBin(args: readonly string[]): { url: Promise<string>; pid: Promise<number>; done: Promise<Run> } {
-  let resolveUrl: (url: string) => void = () => undefined;
-  let resolvePid: (pid: number) => void = () => undefined;
-  const url = new Promise<string>((resolve) => (resolveUrl = resolve));
-  const pid = new Promise<number>((resolve) => (resolvePid = resolve));
-  const done = runBin(['dashboard', ...args], {
-    env: cleanEnv(),
-    onStdout: (soFar, childPid) => {
-      resolvePid(childPid);
-      const line = /^(.*)\n/.exec(soFar)?.[1];
-      if (line !== undefined) resolveUrl(line);
-    },
-  });
-  void done.then((run) => resolveUrl(`(exited ${run.code}: ${run.stderr})`));
-  return { url, pid, done };
-}
 
 describe('recordTimings', () => {
   it('is refused when it is not true, false or { nameOf?, ttlMs? }, naming the option', async () => {
@@ -71,7 +54,7 @@ describe('the dashboard in a browser', { skip: noChromium }, () => {
   it('padlock dashboard: a held lock with its fence, read-only by default, gone live once released; Ctrl-C stops it', async () => {
     const holder = padlockOn(server, { prefix: 'db1' });
     const lease = await holder.mutex('orders:42').acquire();
-    const bin = startBin(['--url', server.url, '--prefix', 'db1', '--port', '0']);
+    const bin = startDashboardBin(['--url', server.url, '--prefix', 'db1', '--port', '0']);
     const url = await bin.url;
     assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/$/, 'the first line is the URL');
     const page = await browser.page();

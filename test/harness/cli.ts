@@ -54,6 +54,35 @@ export function assertOneLineError(run: Run, code: number, pattern: RegExp): voi
   assert.doesNotMatch(run.stderr, /^\s+at /m, 'no stack trace');
 }
 
+/** `read()`'s value once `done` says so (polled every 20 ms), or fails after `ms`, naming `what`. */
+export async function until<T>(read: () => T | Promise<T>, what: string, done: (value: T) => boolean = Boolean, ms = 10_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > end) assert.fail(`not within ${ms} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** Runs `padlock dashboard args…`: its URL (its first line) once it listens, its pid, and its end. */
+export function startDashboardBin(args: readonly string[]): { url: Promise<string>; pid: Promise<number>; done: Promise<Run> } {
+  let resolveUrl: (url: string) => void = () => undefined;
+  let resolvePid: (pid: number) => void = () => undefined;
+  const url = new Promise<string>((resolve) => (resolveUrl = resolve));
+  const pid = new Promise<number>((resolve) => (resolvePid = resolve));
+  const done = runBin(['dashboard', ...args], {
+    env: cleanEnv(),
+    onStdout: (soFar, childPid) => {
+      resolvePid(childPid);
+      const line = /^(.*)\n/.exec(soFar)?.[1];
+      if (line !== undefined) resolveUrl(line);
+    },
+  });
+  void done.then((run) => resolveUrl(`(exited ${run.code}: ${run.stderr})`));
+  return { url, pid, done };
+}
+
 /** Why tmux tests cannot run here, or `undefined` when they can. */
 export const noTmux: string | undefined =
   spawnSync('tmux', ['-V'], { stdio: 'ignore' }).status === 0 ? undefined : 'tmux is not installed (npm test installs it on Debian: scripts/prepare-machine.mjs)';
