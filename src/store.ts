@@ -99,3 +99,16 @@ export interface Store {
    */
   catalog?(): LockCatalog;
 }
+
+/**
+ * {@link Store.renewMany} for a store whose one renewal call answers every hold of the group:
+ * `renew`'s answer, or (its failure told to `report`) no answer for any hold.
+ */
+export async function renewInOneCall(holds: readonly Hold[], renew: (holds: readonly Hold[]) => Promise<number[]>, report: (error: unknown) => void): Promise<(number | undefined)[]> {
+  try {
+    return await renew(holds);
+  } catch (error) {
+    report(error);
+    return holds.map(() => undefined);
+  }
+}

@@ -16,7 +16,7 @@ import type { WaitScope } from '../../wait-scope.js';
 import type { ReadWriteLock } from '../../locks/read-write-lock.js';
 import type { SemaphoreLock } from '../../locks/semaphore-lock.js';
 import type { Shared } from '../../shared.js';
-import type { LockKindName, Store, StoreHost } from '../../store.js';
+import { renewInOneCall, type LockKindName, type Store, type StoreHost } from '../../store.js';
 import type { LockCatalog } from '../../catalog.js';
 import { EtcdCatalog } from './etcd-catalog.js';
 import { EtcdOps } from './etcd-client.js';
@@ -106,13 +106,8 @@ export class EtcdStore implements Store {
     return 'etcd';
   }
 
-  async renewMany(holds: readonly Hold[], report: (error: unknown) => void): Promise<(number | undefined)[]> {
-    try {
-      return await this.renew(holds);
-    } catch (error) {
-      report(error);
-      return holds.map(() => undefined);
-    }
+  renewMany(holds: readonly Hold[], report: (error: unknown) => void): Promise<(number | undefined)[]> {
+    return renewInOneCall(holds, (all) => this.renew(all), report);
   }
 
   /**

@@ -15,7 +15,7 @@ import type { Lock } from '../../locks/lock.js';
 import type { ReadWriteLock } from '../../locks/read-write-lock.js';
 import type { SemaphoreLock } from '../../locks/semaphore-lock.js';
 import type { Shared } from '../../shared.js';
-import type { LockKindName, Store, StoreHost } from '../../store.js';
+import { renewInOneCall, type LockKindName, type Store, type StoreHost } from '../../store.js';
 import { PostgresCatalog } from './postgres-catalog.js';
 import { READ_ONLY_MESSAGE, unavailable } from './postgres-errors.js';
 import { PostgresListener } from './postgres-listener.js';
@@ -114,13 +114,8 @@ export class PostgresStore implements Store {
     return 'postgres';
   }
 
-  async renewMany(holds: readonly Hold[], report: (error: unknown) => void): Promise<(number | undefined)[]> {
-    try {
-      return await this.renew(holds);
-    } catch (error) {
-      report(error);
-      return holds.map(() => undefined);
-    }
+  renewMany(holds: readonly Hold[], report: (error: unknown) => void): Promise<(number | undefined)[]> {
+    return renewInOneCall(holds, (all) => this.renew(all), report);
   }
 
   /**
