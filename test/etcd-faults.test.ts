@@ -80,8 +80,9 @@ describe('padlock on a 3-member etcd cluster under faults', { timeout: 150_000 }
 
   it('the leader killed as the holder releases: the release moves to a live member, and the next waiter is served within 3 s', async (t) => {
     // The default reply time-out: a release that waited on the dead leader for it served the waiter 5 s after the kill.
-    // A lease longer than the outage (pause, kill, election: up to ~3 s): with the 2 s one, the
-    // holder's lease could run out by its own clock first, and the release rightly say it no longer held.
+    // A lease longer than the outage (pause, kill, election: up to ~3 s), so that only the release
+    // decides. Known flaky (about 2 runs in 7): the release may still reject LockNotHeldError though
+    // its own delete landed (a resend path that reads its landed delete as another's); not yet found.
     const holder = padlock({ replyTimeoutMs: 5_000, leaseMs: 6_000 });
     const waiter = padlock({ replyTimeoutMs: 5_000 });
     // Every member back and following one leader (the row before restarted the one it killed).
