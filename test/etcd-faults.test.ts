@@ -80,9 +80,10 @@ describe('padlock on a 3-member etcd cluster under faults', { timeout: 150_000 }
 
   it('the leader killed as the holder releases: the release moves to a live member, and the next waiter is served within 3 s', async (t) => {
     // The default reply time-out: a release that waited on the dead leader for it served the waiter 5 s after the kill.
-    // A lease longer than the outage (pause, kill, election: up to ~3 s), so that only the release
-    // decides. Known flaky (about 2 runs in 7): the release may still reject LockNotHeldError though
-    // its own delete landed (a resend path that reads its landed delete as another's); not yet found.
+    // The holder's lease outlasts the outage (pause, kill, election: up to ~3 s), so that only the
+    // release decides. The waiter's 2 s lease does not: it is carried across by the TTL read the
+    // waiter makes as it wakes (LeaseClock.confirm); without it, the waiter's hold was lost a moment
+    // after it was served, and its release below rejected LockNotHeldError (2 runs in 12).
     const holder = padlock({ replyTimeoutMs: 5_000, leaseMs: 6_000 });
     const waiter = padlock({ replyTimeoutMs: 5_000 });
     // Every member back and following one leader (the row before restarted the one it killed).
@@ -110,9 +111,12 @@ describe('padlock on a 3-member etcd cluster under faults', { timeout: 150_000 }
       t.diagnostic(timings);
       // etcd elects a new leader 1.2–2.4 s after the last heartbeat here (a 1.2 s election time-out,
       // randomised up to twice that), rarely later (a split vote: 3.1 s seen once in 6 runs); then a
-      // release waits one try's bound at most. So: 3 s, or 1 s after an election that took longer.
-      const boundMs = Math.max(3_000, electedAfter + 1_000);
-      assert.ok(next.after < boundMs && taken.after < boundMs, timings);
+      // release waits one try's bound (500 ms) at most. So: 3 s, or 1 s after an election that took
+      // longer. A fresh take makes three calls in turn (its lease, the watch of its told key, the
+      // join), each of which may wait one try's bound after the election: 1.5 s after it (3.4 s seen
+      // once in 31 runs, after a 1.8 s election).
+      assert.ok(next.after < Math.max(3_000, electedAfter + 1_000), timings);
+      assert.ok(taken.after < Math.max(3_000, electedAfter + 1_500), timings);
       await taken.lease.release();
       assert.ok(next.lease.fence > held.fence);
       await next.lease.release();

@@ -324,6 +324,38 @@ describe('the etcd recipe on one member', { timeout: 40_000 }, () => {
     assert.equal(lease.lost, undefined);
   });
 
+  it("a waiter whose own renewals go unanswered while etcd keeps its lease (as after an election) holds on by the TTL it reads as it wakes", async () => {
+    // After an election the new leader has extended every lease, while a client's renewals may stay
+    // unanswered a while longer: here they are never answered, and another client renews the lease.
+    class RenewalsUnanswered extends EtcdOps {
+      override async keepAlive(_id: string, ms: number): Promise<number> {
+        await delay(ms);
+        throw new Error(`no keep-alive answer within ${ms} ms`);
+      }
+    }
+    const client = new Etcd3({ hosts: [...cluster.hosts], dialTimeout: 2_000 });
+    const ops = new RenewalsUnanswered(client);
+    // 3 s: its client's deadline is ~2.97 s after the grant; a TTL read answers whole seconds, rounded down.
+    const lease = await LeaseClock.grant(ops, 3_000);
+    opened.push({ client, lease });
+    const keeper = setInterval(() => void a.ops.keepAlive(lease.id, 1_000).catch(() => undefined), 300);
+    try {
+      const held = mutexRequest();
+      assert.ok((await take(a.lock('mutex', 'carried'), held, 0)) !== null);
+      const lock = new EtcdLock(ops, lease, lockPrefix(ROOT, 'mutex', 'carried'), 'carried', 1);
+      const request = mutexRequest();
+      const waiting = take(lock, request, 5_000);
+      await delay(2_000);
+      await a.lock('mutex', 'carried').release(held.owner, 1);
+      assert.ok((await waiting) !== null, 'served');
+      await delay(1_300);
+      assert.ok(lease.alive, 'past the deadline its unanswered renewals left it, the lease it read as it woke still holds');
+      assert.equal(await lock.release(request.owner, 1), 0);
+    } finally {
+      clearInterval(keeper);
+    }
+  });
+
   it('a join whose answer was lost, and whose first clean-up failed too, leaves no key: the delete is sent again', async () => {
     // The faults of an election, on the real member: the join is applied but its answer lost, and
     // the first delete that follows does not get through.

@@ -24,6 +24,7 @@
  * a re-entry by owner token from another client counts once.
  */
 import { randomBytes } from 'node:crypto';
+import { monotonicNow } from '../../clock.js';
 import { LockNotHeldError, PermitLimitError } from '../../errors.js';
 import type { WaitScope } from '../../wait-scope.js';
 import type { EtcdOps, Snapshot } from './etcd-client.js';
@@ -239,8 +240,9 @@ export class EtcdLock {
         await waitForChange(ops, lease, watched, (views[0]?.revision ?? 0) + 1, scope, notHeld);
         waited = true;
         // Never trust the wake-up: read the queues again, and ask etcd whether our lease still lives.
+        const sent = monotonicNow();
         const [fresh, remainingMs] = await scope.race(Promise.all([ops.queues(prefixes, limitKeys), ops.leaseRemainingMs(lease.id)]));
-        if (remainingMs <= 0) lease.gone();
+        lease.confirm(sent, remainingMs);
         if (!lease.alive) throw notHeld();
         views = fresh;
       }

@@ -126,6 +126,24 @@ export class LeaseClock {
   }
 
   /**
+   * etcd answered a read of the lease's TTL, sent at `sent` (monotonic), with `remainingMs` left: the
+   * lease surely lives until `sent + remainingMs − drift`, as after a renewal, and the deadline moves
+   * there if that is later. A waiter reads its lease's TTL as it wakes; after an election the new
+   * leader has extended every lease (etcd's lessor promotes them by an election time-out), while
+   * this client's renewals may go unanswered for a while longer, so that read is the freshest proof
+   * the lease lives. Without it, a wait served just after an election was given a hold that its
+   * client's deadline took away a moment later. A lease already lost stays lost.
+   */
+  confirm(sent: number, remainingMs: number): void {
+    if (remainingMs <= 0) return this.gone();
+    if (this.#lost !== undefined || this.#closed) return;
+    const until = sent + this.#validMs(remainingMs);
+    if (until <= this.#aliveUntil) return;
+    this.#aliveUntil = until;
+    this.#arm();
+  }
+
+  /**
    * Stops renewing; with `revoke` (the default) revokes the lease, so every key this client left
    * (holds and waits) is deleted at once rather than at the TTL's end.
    */
