@@ -100,7 +100,7 @@ interface Project extends Target {
   /**
    * Which of its compiled examples it runs: `all`, or `first` where another project of the same
    * client and module format runs them all (the emitted code differs in its imports only, which the
-   * first example's run proves load).
+   * first example's run proves load); `first` also runs what that JavaScript project cannot.
    */
   readonly runs: 'all' | 'first';
 }
@@ -121,15 +121,16 @@ function typescript(client: ClientInstall, format: Project['format'], tsModule: 
 const projects: Project[] = [
   js('ioredis5', 'esm'),
   js('ioredis5', 'cjs'),
-  // Each resolution mode type-checks every example; one TypeScript project per module format runs
-  // them all (the others run the first). `node16` resolves as `nodenext` does in TypeScript 5.x
+  // Each resolution mode type-checks every example; the JavaScript projects above run them all, one
+  // per module format, and the TypeScript ones run the first (tsc emits the same code but for its
+  // imports, which the first example's run proves load). `node16` resolves as `nodenext` does in TypeScript 5.x
   // (they differ in what code may use, not in how a package's types are found): the ioredis 6
   // project below checks it; `preserve` resolves as `esnext` under `bundler`. A tsc of these
   // projects is ~10 s of a 2-core machine each.
-  typescript('ioredis5', 'esm', 'nodenext', 'nodenext'),
+  typescript('ioredis5', 'esm', 'nodenext', 'nodenext', 'first'),
   typescript('ioredis5', 'cjs', 'nodenext', 'nodenext', 'first'),
   typescript('ioredis5', 'esm', 'esnext', 'bundler', 'first'),
-  typescript('ioredis5', 'cjs', 'commonjs', 'node10'),
+  typescript('ioredis5', 'cjs', 'commonjs', 'node10', 'first'),
   // The other clients: how padlock's own types resolve is the ioredis 5 projects' business above;
   // these show each client's examples run, in an ES module JavaScript project (which also runs them
   // with Redis down), and compile in a CommonJS TypeScript one, which runs the first (7 more
@@ -284,7 +285,9 @@ describe('the packed package, installed into fresh projects', { concurrency: 2 }
 
       // Its own server: examples of concurrent projects use the same lock names.
       const server = await startServer();
-      for (const { example, file } of project.runs === 'all' ? runs : runs.slice(0, 1)) {
+      // 'first' runs, beside the first, what plain JavaScript cannot (`await using` before Node 24).
+      const jsCannot = (example: Example): boolean => expectsSyntaxError(example, { ...project, language: 'js' }, nodeMajor);
+      for (const { example, file } of project.runs === 'all' ? runs : runs.filter((r, i) => i === 0 || jsCannot(r.example))) {
         const result = await run(process.execPath, [file], { cwd: dir, env: { REDIS_URL: server.url }, timeoutMs: EXIT_BOUND_MS });
         const what = `example '${example.name}' (${example.file}:${example.line}) in ${project.name}`;
         if (expectsSyntaxError(example, project, nodeMajor)) {
