@@ -160,6 +160,35 @@ describe('the dashboard in a browser', { skip: noChromium }, () => {
       await page.close();
     });
 
+    it('keeps each Force release button from one refresh to the next: it keeps the keyboard focus, and the dialog gives the focus back to it', async () => {
+      const holder = padlockOn(server, { prefix: 'db2' });
+      const lease = await holder.mutex('jobs:focus').acquire();
+      const page = await browser.page();
+      await page.goto(`${base}/admin/locks`);
+      const lock = row(page, 'jobs:focus');
+      const force = lock.getByRole('button', { name: 'Force release' });
+      await force.focus();
+      // The focused button marked, to tell it from a new one made at a refresh (the page's DOM, not this file's types).
+      await page.evaluate('document.activeElement.marked = true');
+      // Two refreshes at least (every 250 ms): the row's "Held for" cell changes at each.
+      const heldFor = lock.locator('td').nth(4);
+      for (let i = 0; i < 2; i++) {
+        const before = await heldFor.textContent();
+        assert.ok(await eventually(async () => (await heldFor.textContent()) !== before, 5_000), 'the page refreshed');
+      }
+      const focused = (): Promise<boolean> => page.evaluate<boolean>('document.activeElement !== null && document.activeElement.marked === true');
+      assert.equal(await focused(), true, 'the button that had the focus still has it');
+      await page.keyboard.press('Enter');
+      const dialog = page.getByRole('dialog', { name: 'Force release jobs:focus' });
+      await dialog.waitFor();
+      await page.keyboard.press('Escape');
+      await dialog.waitFor({ state: 'hidden' });
+      assert.equal(await focused(), true, 'closed, the dialog gives the focus back to its button');
+      await lease.release();
+      await lock.waitFor({ state: 'detached' });
+      await page.close();
+    });
+
     it('flags a dead holder (lease alive, its client gone) and says what the reaper would do', async () => {
       const child = fork(fileURLToPath(new URL('./fixtures/reap-holder.js', import.meta.url)), [server.url, 'payments:settle', '60000', '1000', 'db2']);
       children.push(child);

@@ -67,35 +67,60 @@ const SCRIPT = String.raw`
       head.replaceChildren.apply(head, columns.map(function (c) { return el('th', { scope: 'col', className: /Fence|Lease|Held for|Waiting|Oldest/.test(c) ? 'num' : '', text: c }); }));
     }
     var shown = snap.locks.filter(function (l) { return filter === '' || l.name.toLowerCase().indexOf(filter) >= 0; });
+    // Rows (and their Force release buttons) are kept from one snapshot to the next and updated in
+    // place: replaced at every refresh, a button lost the keyboard focus each time, and a click whose
+    // press and release straddled a refresh was lost (seen in a test clicking it under load).
+    var body = $('locks').tBodies[0];
+    var kept = {};
+    Array.prototype.forEach.call(body.rows, function (tr) { kept[tr.getAttribute('data-kind') + '\u0000' + tr.getAttribute('data-lock')] = tr; });
     var rows = shown.map(function (lock, i) {
       var id = 'lock-' + i;
-      var tr = el('tr', { 'data-lock': lock.name, 'data-kind': lock.kind, className: lock.dead ? 'dead' : '' });
+      var tr = kept[lock.kind + '\u0000' + lock.name] || el('tr', { 'data-lock': lock.name, 'data-kind': lock.kind });
+      tr.className = lock.dead ? 'dead' : '';
       var nameCell = el('th', { scope: 'row', id: id }, [lock.name]);
       if (lock.dead) {
         nameCell.appendChild(el('span', { className: 'badge dead', text: 'dead holder' }));
         nameCell.appendChild(el('div', { className: 'reaper', text: 'Its lease runs but every client holding it is gone: ' + lock.dead.reaper + '.' }));
       }
-      tr.appendChild(nameCell);
-      tr.appendChild(el('td', { text: lock.kindLabel }));
-      tr.appendChild(holderCell(lock));
-      tr.appendChild(el('td', { className: 'num fence', text: lock.fence == null ? '—' : String(lock.fence) }));
-      tr.appendChild(el('td', { className: 'num', text: lock.held ? ms(lock.leaseMs) : '—' }));
-      tr.appendChild(el('td', { className: 'num', text: lock.heldForMs == null ? '—' : (lock.heldSinceStart ? '≥ ' : '') + ms(lock.heldForMs) }));
-      tr.appendChild(el('td', { className: 'num' + (lock.waiting > 0 ? ' waiting' : ''), text: String(lock.waiting) }));
-      tr.appendChild(el('td', { className: 'num', text: ms(lock.oldestWaitMs) }));
+      var cells = [
+        nameCell,
+        el('td', { text: lock.kindLabel }),
+        holderCell(lock),
+        el('td', { className: 'num fence', text: lock.fence == null ? '—' : String(lock.fence) }),
+        el('td', { className: 'num', text: lock.held ? ms(lock.leaseMs) : '—' }),
+        el('td', { className: 'num', text: lock.heldForMs == null ? '—' : (lock.heldSinceStart ? '≥ ' : '') + ms(lock.heldForMs) }),
+        el('td', { className: 'num' + (lock.waiting > 0 ? ' waiting' : ''), text: String(lock.waiting) }),
+        el('td', { className: 'num', text: ms(lock.oldestWaitMs) }),
+      ];
+      var actions = tr.cells[cells.length] || null;
+      cells.forEach(function (cell, c) {
+        var old = tr.cells[c];
+        if (old) tr.replaceChild(cell, old); else tr.insertBefore(cell, actions);
+      });
       if (snap.allowRelease) {
-        var actions = el('td');
+        if (actions === null) actions = tr.appendChild(el('td'));
+        var button = actions.querySelector('button');
         if (lock.held) {
-          var button = el('button', { type: 'button', className: 'danger', 'aria-describedby': id, text: 'Force release' });
-          button.addEventListener('click', function () { openRelease(lock, button); });
-          actions.appendChild(button);
+          if (button === null) {
+            button = actions.appendChild(el('button', { type: 'button', className: 'danger', text: 'Force release' }));
+            button.addEventListener('click', function () { openRelease(this.padlockLock, this); });
+          }
+          button.padlockLock = lock;
+          button.setAttribute('aria-describedby', id);
+        } else if (button !== null) {
+          actions.removeChild(button);
         }
-        tr.appendChild(actions);
+      } else if (actions !== null) {
+        tr.removeChild(actions);
       }
       return tr;
     });
-    var body = $('locks').tBodies[0];
-    body.replaceChildren.apply(body, rows);
+    // In order, moving only the rows that are out of place (a moved row loses the focus inside it).
+    rows.forEach(function (tr, i) {
+      var at = body.rows[i] || null;
+      if (at !== tr) body.insertBefore(tr, at);
+    });
+    while (body.rows.length > rows.length) body.deleteRow(rows.length);
     $('locks-empty').hidden = rows.length > 0;
     var held = snap.locks.filter(function (l) { return l.held; }).length;
     var waiting = snap.locks.reduce(function (n, l) { return n + l.waiting; }, 0);
