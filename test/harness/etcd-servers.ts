@@ -12,6 +12,7 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../src/devserver/redis-server.js';
+import { freeze } from './freeze.js';
 
 const ETCD = process.env['ETCD_BIN'] ?? '/usr/bin/etcd';
 /**
@@ -185,7 +186,8 @@ class Member implements EtcdMember {
   }
 
   pause(): void {
-    this.#process?.kill('SIGSTOP');
+    const pid = this.#process?.pid;
+    if (pid !== undefined) freeze(pid);
     this.#paused = true;
   }
 

@@ -12,6 +12,7 @@ import { connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../src/devserver/redis-server.js';
+import { freeze } from './freeze.js';
 
 /** Where Debian's package puts the server's jar (its manifest names every other jar it needs). */
 const ZOOKEEPER_JAR = process.env['ZOOKEEPER_JAR'] ?? '/usr/share/java/zookeeper.jar';
@@ -182,7 +183,8 @@ class Server implements ZooKeeperServer {
   }
 
   pause(): void {
-    this.#process?.kill('SIGSTOP');
+    const pid = this.#process?.pid;
+    if (pid !== undefined) freeze(pid);
     this.#paused = true;
   }
 
