@@ -138,11 +138,13 @@ describe('the etcd recipe on one member', { timeout: 40_000 }, () => {
     const watchersBefore = (await member.metric('etcd_debugging_mvcc_watcher_total')) ?? 0;
     const served: number[] = [];
     const requests = waiters.map(() => mutexRequest());
-    const waits = waiters.map(async (p, i) => {
-      await delay(30 * i);
-      await take(p.lock('mutex', 'herd'), requests[i] as Request);
-      served.push(i);
-    });
+    // Each joins once the one before is queued: served in index order below. (A 30 ms stagger was
+    // not enough under load: two joins landed swapped, and the loop below released a waiter's key.)
+    const waits: Promise<void>[] = [];
+    for (const [i, p] of waiters.entries()) {
+      waits.push(take(p.lock('mutex', 'herd'), requests[i] as Request).then(() => void served.push(i)));
+      assert.ok(await eventually(async () => (await a.lock('mutex', 'herd').inspect()).waiters.length === i + 1), `waiter ${i} queued`);
+    }
     assert.ok(await eventually(async () => (await member.metric('etcd_debugging_mvcc_watcher_total')) === watchersBefore + 6), 'the server has 6 watchers');
     const watched = waiters.flatMap((p) => p.ops.watched);
     assert.equal(watched.length, 6, 'each waiter watches one key');
