@@ -55,25 +55,33 @@ interface Master {
   known: { readonly run: string; readonly session: object } | undefined;
 }
 
-/** Counts, per owner, the calls sent to one master whose answer has not come yet. */
+/**
+ * Counts, per owner, the calls sent to one master whose answer has not come yet. An owner whose
+ * calls are all answered keeps a 0 until a sweep: a Map that an entry enters and leaves per call
+ * rehashes every few calls, and every fresh attempt counts one per master.
+ */
 class InFlight {
   readonly #count = new Map<string, number>();
+  /** Owners counted at 0, swept once there are this many. */
+  static readonly #SWEEP_AT = 64;
 
   /** Counts a call of `owner` sent. */
   sent(owner: string): void {
-    this.#count.set(owner, (this.#count.get(owner) ?? 0) + 1);
+    const count = this.#count;
+    if (count.size >= InFlight.#SWEEP_AT) {
+      for (const [known, n] of count) if (n === 0) count.delete(known);
+    }
+    count.set(owner, (count.get(owner) ?? 0) + 1);
   }
 
   /** Counts a call of `owner` answered (or failed): done as its reply is read, before anything else handles it. */
   settled(owner: string): void {
-    const left = (this.#count.get(owner) ?? 1) - 1;
-    if (left > 0) this.#count.set(owner, left);
-    else this.#count.delete(owner);
+    this.#count.set(owner, Math.max(0, (this.#count.get(owner) ?? 1) - 1));
   }
 
   /** Whether a call of `owner` is still unanswered. */
   pending(owner: string): boolean {
-    return this.#count.has(owner);
+    return (this.#count.get(owner) ?? 0) > 0;
   }
 }
 
