@@ -56,32 +56,74 @@ interface Master {
 }
 
 /**
- * Counts, per owner, the calls sent to one master whose answer has not come yet. An owner whose
- * calls are all answered keeps a 0 until a sweep: a Map that an entry enters and leaves per call
- * rehashes every few calls, and every fresh attempt counts one per master.
+ * Counts, per owner, the calls sent to one master whose answer has not come yet: a short list (the
+ * owners with attempts in flight there, most often none or one), searched by the owner's token, the
+ * same string for every attempt of one acquisition. A Map entry made and deleted per call (a fresh
+ * token per acquisition) cost more than the rest of the count, five times per attempt.
  */
 class InFlight {
-  readonly #count = new Map<string, number>();
-  /** Owners counted at 0, swept once there are this many. */
-  static readonly #SWEEP_AT = 64;
+  readonly #owners: string[] = [];
+  readonly #counts: number[] = [];
 
   /** Counts a call of `owner` sent. */
   sent(owner: string): void {
-    const count = this.#count;
-    if (count.size >= InFlight.#SWEEP_AT) {
-      for (const [known, n] of count) if (n === 0) count.delete(known);
+    const at = this.#owners.indexOf(owner);
+    if (at >= 0) this.#counts[at] = (this.#counts[at] ?? 0) + 1;
+    else {
+      this.#owners.push(owner);
+      this.#counts.push(1);
     }
-    count.set(owner, (count.get(owner) ?? 0) + 1);
   }
 
   /** Counts a call of `owner` answered (or failed): done as its reply is read, before anything else handles it. */
   settled(owner: string): void {
-    this.#count.set(owner, Math.max(0, (this.#count.get(owner) ?? 1) - 1));
+    const at = this.#owners.indexOf(owner);
+    if (at < 0) return;
+    const left = (this.#counts[at] ?? 1) - 1;
+    if (left > 0) {
+      this.#counts[at] = left;
+      return;
+    }
+    // The last entry takes its place: the order means nothing.
+    const last = this.#owners.length - 1;
+    this.#owners[at] = this.#owners[last] ?? '';
+    this.#counts[at] = this.#counts[last] ?? 0;
+    this.#owners.pop();
+    this.#counts.pop();
   }
 
   /** Whether a call of `owner` is still unanswered. */
   pending(owner: string): boolean {
-    return (this.#count.get(owner) ?? 0) > 0;
+    return this.#owners.includes(owner);
+  }
+}
+
+/** One call sent to some masters: the answers, and which are still awaited, under one time-out. */
+class Sent<Result> {
+  readonly answers: Answers<Answer<Result>>;
+  /** Whether each master's answer is still awaited: once the time-out passed, a reply is late. */
+  readonly #waiting: boolean[];
+  readonly #deadline: Deadline;
+
+  constructor(masters: readonly Master[], lock: string | undefined, ms: number) {
+    const answers = (this.answers = new Answers<Answer<Result>>(masters.length));
+    const waiting = (this.#waiting = masters.map(() => true));
+    this.#deadline = new Deadline(ms, () => {
+      masters.forEach((node, i) => {
+        if (!waiting[i]) return;
+        waiting[i] = false;
+        answers.add({ node, ok: false, error: new RedisUnavailableError(lock, new Error(`${node.address}: no reply within ${formatMs(ms)}`)) });
+      });
+    });
+  }
+
+  /** The `i`-th master's answer; false when it came after the time-out (it counts for nothing then). */
+  answer(i: number, answer: Answer<Result>): boolean {
+    if (this.#waiting[i] !== true) return false;
+    this.#waiting[i] = false;
+    this.answers.add(answer);
+    if (this.answers.complete) this.#deadline.cancel();
+    return true;
   }
 }
 
@@ -147,6 +189,9 @@ export class Redlock implements Topology {
   readonly #marker: string;
   /** The longest lease this client has asked for or seen recorded on a master (the restart rule's sit-out). */
   #longestMs: number;
+  /** Rounds with masters still to hear from, and what ends the tracked promise that `close()` waits on while there are any. */
+  #outstanding = 0;
+  #idle: (() => void) | undefined;
 
   constructor(connections: readonly CommandConnection[], readonly replyTimeoutMs: number, host: RedlockHost) {
     this.#masters = connections.map((connection) => {
@@ -267,23 +312,7 @@ export class Redlock implements Topology {
    * {@link Answers}, which is tracked until the last master answered or timed out.
    */
   #askAll<Result>(call: Asked<Result>, rule: QuorumRule | undefined, gaveUp?: GaveUp, masters: readonly Master[] = this.#masters, ms = this.nodeTimeoutMs(rule === undefined ? undefined : leaseOf(rule))): Answers<Answer<Result>> {
-    const answers = new Answers<Answer<Result>>(masters.length);
-    // Whether each master's answer is still awaited: once the time-out passed, a reply is late.
-    const waiting = masters.map(() => true);
-    const deadline = new Deadline(ms, () => {
-      masters.forEach((node, i) => {
-        if (!waiting[i]) return;
-        waiting[i] = false;
-        answers.add({ node, ok: false, error: new RedisUnavailableError(call.lock, new Error(`${node.address}: no reply within ${formatMs(ms)}`)) });
-      });
-    });
-    const answered = (i: number, answer: Answer<Result>): boolean => {
-      if (!waiting[i]) return false;
-      waiting[i] = false;
-      answers.add(answer);
-      if (answers.complete) deadline.cancel();
-      return true;
-    };
+    const sent = new Sent<Result>(masters, call.lock, ms);
     // A fresh attempt and a renewal run the epoch check in the same script (master-epoch.ts): its keys are the same on every master.
     const checked = rule !== undefined && checks(rule) ? rule : undefined;
     const script = checked === undefined ? undefined : checkedScript(call.script);
@@ -291,10 +320,17 @@ export class Redlock implements Topology {
     const longestMs = checked === undefined ? 0 : this.#longestOf(checked);
     for (let i = 0; i < masters.length; i++) {
       const node = masters[i] as Master;
-      if (checked === undefined || script === undefined) this.#ask(node, call, rule, (answer) => answered(i, answer), gaveUp);
-      else this.#askChecked(node, call, checked, script, keys, longestMs, (answer) => answered(i, answer), gaveUp);
+      if (checked === undefined || script === undefined) this.#ask(node, sent, i, call, rule, gaveUp);
+      else this.#askChecked(node, sent, i, call, checked, script, keys, longestMs, gaveUp);
     }
-    if (!answers.complete) this.#host.track(answers.all());
+    const { answers } = sent;
+    if (!answers.complete) {
+      // Tracked while any round has masters to hear from: one promise per busy spell, not one per round.
+      if (this.#outstanding++ === 0) this.#host.track(new Promise<void>((resolve) => (this.#idle = resolve)));
+      answers.whenAll(() => {
+        if (--this.#outstanding === 0) this.#idle?.();
+      });
+    }
     return answers;
   }
 
@@ -378,7 +414,7 @@ export class Redlock implements Topology {
    * answers in order, so that attempt's answer, which comes next, found the grant already made and
    * counts it as its own (it is that attempt's to keep or give back).
    */
-  #ask<Result>(node: Master, call: Asked<Result>, rule: QuorumRule | undefined, answer: (answer: Answer<Result>) => boolean, gaveUp?: GaveUp): void {
+  #ask<Result>(node: Master, sent: Sent<Result>, i: number, call: Asked<Result>, rule: QuorumRule | undefined, gaveUp?: GaveUp): void {
     node.evictions.check(call.keys); // once per master: beside this call, never before it
     const owner = rule?.name === 'grant' ? rule.owner : undefined;
     if (owner !== undefined) node.attempts.sent(owner);
@@ -390,11 +426,11 @@ export class Redlock implements Topology {
           node.attempts.settled(owner);
           covered = node.attempts.pending(owner);
         }
-        if (!answer({ node, ok: true, value, covered, epoch: undefined }) && !covered) this.#undo(node, call, value);
+        if (!sent.answer(i, { node, ok: true, value, covered, epoch: undefined }) && !covered) this.#undo(node, call, value);
       },
       (error: unknown) => {
         if (owner !== undefined) node.attempts.settled(owner);
-        answer({ node, ok: false, error });
+        sent.answer(i, { node, ok: false, error });
       },
     );
   }
@@ -406,12 +442,13 @@ export class Redlock implements Topology {
    */
   #askChecked<Result>(
     node: Master,
+    sent: Sent<Result>,
+    i: number,
     call: Asked<Result>,
     rule: QuorumRule,
     script: ScriptSend<Checked<Result>>['script'],
     keys: readonly string[],
     longestMs: number,
-    answer: (answer: Answer<Result>) => boolean,
     gaveUp?: GaveUp,
   ): void {
     node.evictions.check(call.keys); // once per master: beside this call, never before it
@@ -434,7 +471,7 @@ export class Redlock implements Topology {
           sameSession || knownRun === ''
             ? { node, ok: true, value, covered, epoch }
             : { node, ok: false, error: new RedisUnavailableError(call.lock, new Error(`${node.address}: reconnected while the call was in flight`)) };
-        if (!answer(reply)) {
+        if (!sent.answer(i, reply)) {
           if (!covered) this.#undo(node, call, value);
           return;
         }
@@ -444,7 +481,7 @@ export class Redlock implements Topology {
       },
       (error: unknown) => {
         if (owner !== undefined) node.attempts.settled(owner);
-        answer({ node, ok: false, error });
+        sent.answer(i, { node, ok: false, error });
       },
     );
   }
