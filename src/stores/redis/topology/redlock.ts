@@ -115,6 +115,7 @@ class Sent<Result> {
         answers.add({ node, ok: false, error: new RedisUnavailableError(lock, new Error(`${node.address}: no reply within ${formatMs(ms)}`)) });
       });
     });
+    if (masters.length === 0) this.#deadline.cancel();
   }
 
   /** The `i`-th master's answer; false when it came after the time-out (it counts for nothing then). */
