@@ -41,6 +41,23 @@ local function fence_after(fence)
   return string.format('%.0f', tonumber(fence) + 1)
 end
 
+-- The greater of `fence` (the next fence of a free lock, or '0' where it has none) and `proposed`
+-- (Redlock's proposal), as decimal text: what next_fence gives, compared as text where both are
+-- exact as Lua numbers (below 2^53, as every fence is: a µs count since 1970 is about 1.8e15), with
+-- no number conversion; nil when `proposed` is not such a text (next_fence then decides).
+local function proposed_fence(fence, proposed)
+  if #proposed > 16 or #fence > 16 or not string.find(proposed, '^[1-9]%d*$') then
+    return nil
+  end
+  if (#proposed == 16 and proposed >= '9007199254740992') or (#fence == 16 and fence >= '9007199254740992') then
+    return nil
+  end
+  if #proposed > #fence or (#proposed == #fence and proposed > fence) then
+    return proposed
+  end
+  return fence
+end
+
 -- Writes `state` with a lease of `ms` (nil: the key keeps its expiry).
 local function write_lock(key, state, ms)
   local value = state.fence .. '|' .. state.owner .. '|' .. state.count .. '|' .. state.clients .. '|' .. state.log

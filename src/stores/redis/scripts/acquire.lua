@@ -11,15 +11,26 @@
   waiter ahead, its tombstone's or -2; holder and clients: the current hold's owner and clients,
   '' when none).
 ]]
-local lock, kind = KEYS[1], ARGV[3]
+local lock, kind, proposed = KEYS[1], ARGV[3], ARGV[4]
 local value = redis.call('GET', lock)
--- The common case, with the fewest steps: the lock free (its tombstone there), no fence proposed,
--- and for a fair lock nobody queued. The hold is written from the tombstone's text (next fence,
--- its request log kept), the same hold take() below would write.
-if value and ARGV[4] == '0' and (kind == 'mutex' or kind == 'fair') then
-  local fence, count, log = string.match(value, '^(%d+)|[^|]*|(%d+)|[^|]*|(.*)$')
-  if count == '0' and fence ~= '0' and (kind == 'mutex' or not redis.call('LINDEX', KEYS[2], 0)) then
-    fence = fence_after(fence)
+-- The common case, with the fewest steps: the lock free (its tombstone there; for a mutex with a
+-- fence proposed, or no key at all), and for a fair lock nobody queued. The hold is written from the
+-- tombstone's text (next fence, or the proposal where greater; its request log kept), the same hold
+-- take() below would write.
+if kind == 'mutex' or kind == 'fair' then
+  local fence, log
+  if value then
+    local last, count, kept = string.match(value, '^(%d+)|[^|]*|(%d+)|[^|]*|(.*)$')
+    if count == '0' and last ~= '0' then
+      fence, log = fence_after(last), kept
+    end
+  elseif kind == 'mutex' and proposed ~= '0' then
+    fence, log = '0', ' '
+  end
+  if fence and proposed ~= '0' then
+    fence = proposed_fence(fence, proposed)
+  end
+  if fence and (kind == 'mutex' or not redis.call('LINDEX', KEYS[2], 0)) then
     redis.call('SET', lock, fence .. '|' .. ARGV[1] .. '|1|' .. ARGV[5] .. '|' .. log, 'PX', ARGV[2])
     return {1, tonumber(fence), 1, tonumber(ARGV[2])}
   end

@@ -13,9 +13,8 @@
  * grant.
  */
 import type { Arg } from '../adapters/connection.js';
-import { defineScript, type Script, type ScriptRunner, type ScriptSend } from '../adapters/script-runner.js';
+import { defineScript, type Script } from '../adapters/script-runner.js';
 import { luaSources } from '../scripts/embedded.js';
-import type { GaveUp } from './topology.js';
 
 /** A master's epoch as one check read it. */
 export interface Epoch {
@@ -52,10 +51,17 @@ export function markerTtlMs(longestMs: number): number {
 
 /** The marker's check and resolve (src/stores/redis/scripts/redlock-epoch.lua). */
 export const epochScript = defineScript('redlock-epoch', luaSources.redlockEpoch, (reply): Epoch => {
-  if (!Array.isArray(reply) || reply.length !== 6 || !reply.slice(0, 4).every((v) => typeof v === 'number') || typeof reply[4] !== 'string' || typeof reply[5] !== 'number') {
+  // Read by index (no copy, no iterator): every fresh attempt reads one per master.
+  const values: readonly unknown[] = Array.isArray(reply) && reply.length === 6 ? reply : [];
+  const resolved = values[0];
+  const waitMs = values[1];
+  const longestMs = values[2];
+  const born = values[3];
+  const run = values[4];
+  const bare = values[5];
+  if (typeof resolved !== 'number' || typeof waitMs !== 'number' || typeof longestMs !== 'number' || typeof born !== 'number' || typeof run !== 'string' || typeof bare !== 'number') {
     throw new TypeError(`redlock-epoch: unexpected reply ${JSON.stringify(reply)}`);
   }
-  const [resolved, waitMs, longestMs, born, run, bare] = reply as [number, number, number, number, string, number];
   return { state: resolved === 0 ? 'unresolved' : waitMs > 0 ? 'sitting' : 'ready', waitMs, longestMs, born, run, bare: bare === 1 };
 });
 
@@ -117,9 +123,4 @@ export function checkedScript<Result>(script: Script<Result>): Script<Checked<Re
   });
   checkedScripts.set(script, checked);
   return checked;
-}
-
-/** Runs `call` and the epoch check in one script on one master ({@link checkedScript}). */
-export function sendChecked<Result>(runner: ScriptRunner, call: ScriptSend<Result>, marker: string, check: readonly Arg[], gaveUp?: GaveUp): Promise<Checked<Result>> {
-  return runner.send(checkedScript(call.script), [marker, ...call.keys], [...check, ...call.args], call.lock, gaveUp);
 }

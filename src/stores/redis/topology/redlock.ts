@@ -1,7 +1,8 @@
 /**
- * Redlock: N ≥ 3 independent masters. Every call goes to all of them in parallel, each with its own
- * time-out (small beside the call's lease), and the answers add up by the call's rule, as soon as
- * the answers so far decide it (the other masters' calls run on in the background, bounded):
+ * Redlock: N ≥ 3 independent masters. Every call goes to all of them in parallel, each bounded by
+ * a time-out (small beside the call's lease; one timer for the round), and the answers add up by the
+ * call's rule, as soon as the answers so far decide it (the other masters' calls run on in the
+ * background, bounded; answers.ts gathers them):
  * - a grant (acquire, enqueue, re-enter) needs a majority of grants whose shortest lease, less the
  *   time the round took and a drift, is still positive; the fence then becomes the greatest any
  *   granting master gave, written back to a majority before the grant is returned (so fences
@@ -19,11 +20,13 @@
  */
 import { randomInt } from 'node:crypto';
 import { bound, driftMs, monotonicNow } from '../../../clock.js';
+import { Deadline } from '../../../deadlines.js';
 import { QuorumError, RedisUnavailableError, type NodeOutcome } from '../../../errors.js';
 import type { CommandConnection, SubscriberConnection } from '../adapters/connection.js';
 import { fanInSubscriber } from '../adapters/fan-in-subscriber.js';
+import { Answers } from './answers.js';
 import { FenceProposer } from './fence-proposer.js';
-import { checkArgs, epochScript, resolveArgs, sendChecked, type Epoch } from './master-epoch.js';
+import { checkArgs, checkedScript, epochScript, resolveArgs, type Checked, type Epoch } from './master-epoch.js';
 import { ScriptRunner, type ScriptSend } from '../adapters/script-runner.js';
 import { EvictionPolicyCheck } from '../adapters/eviction-policy.js';
 import { raiseFenceScript, type AcquireReply, type HolderReply, type InspectReply, type ReapReply, type ReleaseReply } from '../scripts/index.js';
@@ -52,24 +55,76 @@ interface Master {
   known: { readonly run: string; readonly session: object } | undefined;
 }
 
-/** Counts, per owner, the calls sent to one master whose answer has not come yet. */
+/**
+ * Counts, per owner, the calls sent to one master whose answer has not come yet: a short list (the
+ * owners with attempts in flight there, most often none or one), searched by the owner's token, the
+ * same string for every attempt of one acquisition. A Map entry made and deleted per call (a fresh
+ * token per acquisition) cost more than the rest of the count, five times per attempt.
+ */
 class InFlight {
-  readonly #count = new Map<string, number>();
+  readonly #owners: string[] = [];
+  readonly #counts: number[] = [];
 
-  /** Counts `reply` until it settles (the count is dropped before any later handler of it runs). */
-  track(owner: string, reply: Promise<unknown>): void {
-    this.#count.set(owner, (this.#count.get(owner) ?? 0) + 1);
-    const settled = (): void => {
-      const left = (this.#count.get(owner) ?? 1) - 1;
-      if (left > 0) this.#count.set(owner, left);
-      else this.#count.delete(owner);
-    };
-    reply.then(settled, settled);
+  /** Counts a call of `owner` sent. */
+  sent(owner: string): void {
+    const at = this.#owners.indexOf(owner);
+    if (at >= 0) this.#counts[at] = (this.#counts[at] ?? 0) + 1;
+    else {
+      this.#owners.push(owner);
+      this.#counts.push(1);
+    }
+  }
+
+  /** Counts a call of `owner` answered (or failed): done as its reply is read, before anything else handles it. */
+  settled(owner: string): void {
+    const at = this.#owners.indexOf(owner);
+    if (at < 0) return;
+    const left = (this.#counts[at] ?? 1) - 1;
+    if (left > 0) {
+      this.#counts[at] = left;
+      return;
+    }
+    // The last entry takes its place: the order means nothing.
+    const last = this.#owners.length - 1;
+    this.#owners[at] = this.#owners[last] ?? '';
+    this.#counts[at] = this.#counts[last] ?? 0;
+    this.#owners.pop();
+    this.#counts.pop();
   }
 
   /** Whether a call of `owner` is still unanswered. */
   pending(owner: string): boolean {
-    return this.#count.has(owner);
+    return this.#owners.includes(owner);
+  }
+}
+
+/** One call sent to some masters: the answers, and which are still awaited, under one time-out. */
+class Sent<Result> {
+  readonly answers: Answers<Answer<Result>>;
+  /** Whether each master's answer is still awaited: once the time-out passed, a reply is late. */
+  readonly #waiting: boolean[];
+  readonly #deadline: Deadline;
+
+  constructor(masters: readonly Master[], lock: string | undefined, ms: number) {
+    const answers = (this.answers = new Answers<Answer<Result>>(masters.length));
+    const waiting = (this.#waiting = masters.map(() => true));
+    this.#deadline = new Deadline(ms, () => {
+      masters.forEach((node, i) => {
+        if (!waiting[i]) return;
+        waiting[i] = false;
+        answers.add({ node, ok: false, error: new RedisUnavailableError(lock, new Error(`${node.address}: no reply within ${formatMs(ms)}`)) });
+      });
+    });
+    if (masters.length === 0) this.#deadline.cancel();
+  }
+
+  /** The `i`-th master's answer; false when it came after the time-out (it counts for nothing then). */
+  answer(i: number, answer: Answer<Result>): boolean {
+    if (this.#waiting[i] !== true) return false;
+    this.#waiting[i] = false;
+    this.answers.add(answer);
+    if (this.answers.complete) this.#deadline.cancel();
+    return true;
   }
 }
 
@@ -135,6 +190,9 @@ export class Redlock implements Topology {
   readonly #marker: string;
   /** The longest lease this client has asked for or seen recorded on a master (the restart rule's sit-out). */
   #longestMs: number;
+  /** Rounds with masters still to hear from, and what ends the tracked promise that `close()` waits on while there are any. */
+  #outstanding = 0;
+  #idle: (() => void) | undefined;
 
   constructor(connections: readonly CommandConnection[], readonly replyTimeoutMs: number, host: RedlockHost) {
     this.#masters = connections.map((connection) => {
@@ -193,11 +251,11 @@ export class Redlock implements Topology {
   }
 
   /**
-   * Sends `call` to every master at once, each bounded by the per-master time-out, and adds the
-   * answers up by the call's rule as soon as they decide its outcome: the masters not yet heard from
-   * run on in the background (tracked, so that `close()` waits for them).
+   * Sends `call` to every master at once, bounded by the per-master time-out, and adds the answers
+   * up by the call's rule as soon as they decide its outcome: the masters not yet heard from run on
+   * in the background (tracked, so that `close()` waits for them).
    */
-  async #round<Result>(call: ScriptCall<Result>, gaveUp?: GaveUp): Promise<Result> {
+  #round<Result>(call: ScriptCall<Result>, gaveUp?: GaveUp): Promise<Result> {
     return call.quorum.combine(this.#rules, call, { startedAt: monotonicNow(), gaveUp });
   }
 
@@ -215,15 +273,20 @@ export class Redlock implements Topology {
         }
         return true;
       };
-      return this.#renew(call.lock, await gather(this.#askAll(call, gaveUp), decided), rule.holds);
+      return this.#renew(call.lock, await this.#askAll(call, rule, gaveUp).decide(decided), rule.holds);
     },
     release: async (call, { gaveUp }) => {
-      const decided = (got: readonly Answer<ReleaseReply>[]): boolean => got.filter((a) => a.ok && a.value.status === 'released').length >= this.quorum;
-      return this.#release(call.lock, await gather(this.#askAll(call, gaveUp), decided));
+      const q = this.quorum;
+      const decided = (got: readonly Answer<ReleaseReply>[]): boolean => {
+        let released = 0;
+        for (const a of got) if (a.ok && a.value.status === 'released') released++;
+        return released >= q;
+      };
+      return this.#release(call.lock, await this.#askAll(call, call.quorum, gaveUp).decide(decided));
     },
     any: async (call, { gaveUp }) => {
       const decided = (got: readonly Answer<boolean>[]): boolean => got.filter((a) => a.ok).length >= this.quorum && got.some((a) => a.ok && a.value);
-      return this.#any(call.lock, await gather(this.#askAll(call, gaveUp), decided));
+      return this.#any(call.lock, await this.#askAll(call, call.quorum, gaveUp).decide(decided));
     },
     read: async (call, { gaveUp }) => {
       const q = this.quorum;
@@ -233,56 +296,83 @@ export class Redlock implements Topology {
         const fence = agreed(replies.filter((r) => r.fence > 0).map((r) => r.fence));
         return free >= q || replies.filter((r) => r.fence === fence && fence > 0).length >= q;
       };
-      return this.#inspect(call.lock, await gather(this.#askAll(call, gaveUp), decided));
+      return this.#inspect(call.lock, await this.#askAll(call, call.quorum, gaveUp).decide(decided));
     },
-    reap: async (call, { gaveUp }) => this.#reap(call.lock, await Promise.all(this.#askAll(call, gaveUp))),
+    reap: async (call, { gaveUp }) => this.#reap(call.lock, await this.#askAll(call, call.quorum, gaveUp).all()),
     majority: async (call, { gaveUp }) => {
       const decided = (got: readonly Answer<true>[]): boolean => got.filter((a) => a.ok).length >= this.quorum;
-      return this.#majority(call.lock, await gather(this.#askAll(call, gaveUp), decided));
+      return this.#majority(call.lock, await this.#askAll(call, call.quorum, gaveUp).decide(decided));
     },
     // Refused before any master runs it: the kinds whose calls these are are refused here (REFUSALS).
     oneServer: (call) => Promise.reject(new TypeError(`Redlock has no rule for ${call.script.name}: only one server can decide it`)),
   };
 
-  /** Sends `call` to every master; the whole round is tracked until the last master answered or timed out. */
-  #askAll<Result>(call: ScriptCall<Result>, gaveUp?: GaveUp): Promise<Answer<Result>>[] {
-    const ms = this.nodeTimeoutMs(leaseOf(call.quorum));
-    const asked = this.#masters.map((node) => this.#ask(node, call, ms, gaveUp));
-    this.#host.track(Promise.all(asked));
-    return asked;
+  /**
+   * Sends `call`, whose rule is `rule` (none for Redlock's own calls), to `masters` (every master
+   * unless told), each bounded by one time-out `ms` they share; the answers come into one
+   * {@link Answers}, which is tracked until the last master answered or timed out.
+   */
+  #askAll<Result>(call: Asked<Result>, rule: QuorumRule | undefined, gaveUp?: GaveUp, masters: readonly Master[] = this.#masters, ms = this.nodeTimeoutMs(rule === undefined ? undefined : leaseOf(rule))): Answers<Answer<Result>> {
+    const sent = new Sent<Result>(masters, call.lock, ms);
+    // A fresh attempt and a renewal run the epoch check in the same script (master-epoch.ts): its keys are the same on every master.
+    const checked = rule !== undefined && checks(rule) ? rule : undefined;
+    const script = checked === undefined ? undefined : checkedScript(call.script);
+    const keys = checked === undefined ? call.keys : [this.#marker, ...call.keys];
+    const longestMs = checked === undefined ? 0 : this.#longestOf(checked);
+    for (let i = 0; i < masters.length; i++) {
+      const node = masters[i] as Master;
+      if (checked === undefined || script === undefined) this.#ask(node, sent, i, call, rule, gaveUp);
+      else this.#askChecked(node, sent, i, call, checked, script, keys, longestMs, gaveUp);
+    }
+    const { answers } = sent;
+    if (!answers.complete) {
+      // Tracked while any round has masters to hear from: one promise per busy spell, not one per round.
+      if (this.#outstanding++ === 0) this.#host.track(new Promise<void>((resolve) => (this.#idle = resolve)));
+      answers.whenAll(() => {
+        if (--this.#outstanding === 0) this.#idle?.();
+      });
+    }
+    return answers;
   }
 
   /** A grant (acquire, enqueue, re-enter): a fresh hold is proposed a fence the masters can agree on. */
   async #acquire(asked: ScriptCall<AcquireReply>, rule: GrantRule, { startedAt, gaveUp }: Round): Promise<AcquireReply> {
     const { fresh } = rule;
     const call = fresh && asked.proposing !== undefined ? asked.proposing(this.#fences.propose()) : asked;
-    const all = this.#askAll(call, gaveUp);
+    const round = this.#askAll(call, rule, gaveUp);
     const n = this.#masters.length;
     const q = this.quorum;
     // Decided once a majority granted (a slow master's answer only adds to the hold), or once too few
     // can still grant and it is known whether a majority answered at all.
     const decided = (got: readonly Answer<AcquireReply>[]): boolean => {
-      const granted = got.filter((a) => counts(a)).length;
+      let granted = 0;
+      let answered = 0;
+      let unresolved = false;
+      for (const a of got) {
+        if (!a.ok) continue;
+        answered++;
+        if (counts(a)) granted++;
+        if (a.epoch?.state === 'unresolved') unresolved = true;
+      }
       const pending = n - got.length;
       // A new epoch counts only on a first use, which every master that answers in time may rule
       // out (one marker is enough): wait for them while it is still possible.
-      if (pending > 0 && got.some((a) => a.ok && a.epoch?.state === 'unresolved') && mayBeFirstUse(got)) return false;
-      const answered = got.filter((a) => a.ok).length;
+      if (pending > 0 && unresolved && mayBeFirstUse(got)) return false;
       return granted >= q || (granted + pending < q && (answered >= q || answered + pending < q));
     };
-    const answers = await gather(all, decided);
+    const answers = await round.decide(decided);
     // A first use: its grants count once their masters' epochs are resolved, so that a later round
     // can tell these masters from new ones (one more round trip, on new masters and after a quiet spell).
     const confirmed = firstUse(answers, q) ? await this.#resolveNow(answers) : undefined;
-    if (confirmed === undefined) this.#resolveEpochs(all);
+    if (confirmed === undefined) this.#resolveEpochs(round);
     const reply = await this.#grant(call, rule, answers, startedAt, confirmed);
     if (reply.status === 'acquired') {
       if (fresh) {
-        this.#raiseStragglers(call, rule, all, answers, reply.fence);
-        this.#unqueue(call, all);
+        this.#raiseStragglers(call, rule, round, answers.length, reply.fence);
+        this.#unqueue(call, round);
       }
     } else {
-      this.#giveBackStragglers(call, rule, all, answers);
+      this.#giveBackStragglers(call, rule, round, answers.length);
     }
     return reply;
   }
@@ -290,20 +380,18 @@ export class Redlock implements Topology {
   /**
    * An attempt decided without some masters' answers (it failed on a majority already): what those
    * masters grant when their answer comes is given back, as for the answered ones; a master that never
-   * answers a fresh owner's attempt gets the clean-up an unanswered call gets.
+   * answers a fresh owner's attempt gets the clean-up an unanswered call gets. `counted`: how many of
+   * the round's answers the decision saw.
    */
-  #giveBackStragglers(call: ScriptCall<AcquireReply>, { owner, fresh }: GrantRule, asked: readonly Promise<Answer<AcquireReply>>[], counted: readonly Answer<AcquireReply>[]): void {
-    for (const answer of asked) {
-      void answer.then((a) => {
-        if (counted.includes(a)) return;
-        // A later attempt of the same owner, still unanswered there, accounts for this grant (see #ask).
-        if (a.ok) {
-          if (!a.covered) this.#undo(a.node, call, a.value);
-        } else if (fresh && !a.node.attempts.pending(owner)) {
-          this.#undo(a.node, call, undefined);
-        }
-      });
-    }
+  #giveBackStragglers(call: ScriptCall<AcquireReply>, { owner, fresh }: GrantRule, round: Answers<Answer<AcquireReply>>, counted: number): void {
+    round.forEach((a) => {
+      // A later attempt of the same owner, still unanswered there, accounts for this grant (see #ask).
+      if (a.ok) {
+        if (!a.covered) this.#undo(a.node, call, a.value);
+      } else if (fresh && !a.node.attempts.pending(owner)) {
+        this.#undo(a.node, call, undefined);
+      }
+    }, counted);
   }
 
   /**
@@ -311,61 +399,92 @@ export class Redlock implements Topology {
    * a contender's partial grant): takes the owner out of those queues, or it stays there as a ghost
    * that those masters' next releases would wake instead of a real waiter.
    */
-  #unqueue(call: ScriptCall<AcquireReply>, asked: readonly Promise<Answer<AcquireReply>>[]): void {
+  #unqueue(call: ScriptCall<AcquireReply>, round: Answers<Answer<AcquireReply>>): void {
     const { unqueue } = call;
     if (unqueue === undefined) return;
-    for (const answer of asked) {
-      void answer.then((a) => {
-        if (a.ok && a.value.status === 'acquired') return;
-        this.#sendAside(a.node, unqueue);
-      });
-    }
+    round.forEach((a) => {
+      if (a.ok && a.value.status === 'acquired') return;
+      this.#sendAside(a.node, unqueue);
+    });
   }
 
   /**
-   * One master's answer, within its time-out; a grant it makes after that is given back there,
-   * unless a later attempt of the same owner is still on its way to that master: a master answers
-   * in order, so that attempt's answer, which comes next, found the grant already made and counts it
-   * as its own (it is that attempt's to keep or give back).
+   * Sends `call` to one master and hands its answer to `answer` (which says whether it still
+   * counted: false once the round's time-out passed). A grant that comes after that is given back
+   * there, unless a later attempt of the same owner is still on its way to that master: a master
+   * answers in order, so that attempt's answer, which comes next, found the grant already made and
+   * counts it as its own (it is that attempt's to keep or give back).
    */
-  async #ask<Result>(node: Master, call: Asked<Result>, ms: number, gaveUp?: GaveUp): Promise<Answer<Result>> {
+  #ask<Result>(node: Master, sent: Sent<Result>, i: number, call: Asked<Result>, rule: QuorumRule | undefined, gaveUp?: GaveUp): void {
     node.evictions.check(call.keys); // once per master: beside this call, never before it
-    const rule = call.quorum;
+    const owner = rule?.name === 'grant' ? rule.owner : undefined;
+    if (owner !== undefined) node.attempts.sent(owner);
+    node.runner.send(call.script, call.keys, call.args, call.lock, gaveUp).then(
+      (value) => {
+        // Read as the reply comes, before the next reply of that master (which may be the later attempt's) is handled.
+        let covered = false;
+        if (owner !== undefined) {
+          node.attempts.settled(owner);
+          covered = node.attempts.pending(owner);
+        }
+        if (!sent.answer(i, { node, ok: true, value, covered, epoch: undefined }) && !covered) this.#undo(node, call, value);
+      },
+      (error: unknown) => {
+        if (owner !== undefined) node.attempts.settled(owner);
+        sent.answer(i, { node, ok: false, error });
+      },
+    );
+  }
+
+  /**
+   * As {@link #ask}, for a call followed by the epoch check in the same script (`script`, whose keys
+   * are `keys`: the marker's, then the call's), which records `longestMs`: its answer carries the
+   * epoch of the process that ran it.
+   */
+  #askChecked<Result>(
+    node: Master,
+    sent: Sent<Result>,
+    i: number,
+    call: Asked<Result>,
+    rule: QuorumRule,
+    script: ScriptSend<Checked<Result>>['script'],
+    keys: readonly string[],
+    longestMs: number,
+    gaveUp?: GaveUp,
+  ): void {
+    node.evictions.check(call.keys); // once per master: beside this call, never before it
     // The run id the master's marker must name for the check to skip its INFO: known only over the connection it was read on.
     const session = node.connection.session();
     const knownRun = session !== undefined && node.known?.session === session ? node.known.run : '';
-    const checked = rule !== undefined && checks(rule) ? sendChecked(node.runner, call, this.#marker, checkArgs(this.#longestOf(rule), knownRun), gaveUp) : undefined;
-    const sent = checked === undefined ? node.runner.send(call.script, call.keys, call.args, call.lock, gaveUp) : checked.then((c) => c.value);
-    const owner = rule?.name === 'grant' ? rule.owner : undefined;
-    // Read as the reply comes, before the next reply of that master (which may be the later attempt's) is handled.
-    let covered = false;
-    if (owner !== undefined) {
-      node.attempts.track(owner, sent);
-      sent.then(() => (covered = node.attempts.pending(owner)), () => undefined);
-    }
-    try {
-      const value = await bound(sent, {
-        ms,
-        timeout: () => new RedisUnavailableError(call.lock, new Error(`${node.address}: no reply within ${formatMs(ms)}`)),
-        late: (late) => {
-          if (!covered) this.#undo(node, call, late);
-        },
-      });
-      const epoch = checked === undefined ? undefined : (await checked).epoch;
-      if (epoch !== undefined) {
-        if (session === undefined || node.connection.session() !== session) {
-          // Answered over another connection than the one it was sent on (a reconnect sent it again):
-          // the process that ran it may be a restarted one that took the run id it was told for its own.
-          if (knownRun !== '') throw new RedisUnavailableError(call.lock, new Error(`${node.address}: reconnected while the call was in flight`));
-        } else {
-          node.known = { run: epoch.run, session };
+    const owner = rule.name === 'grant' ? rule.owner : undefined;
+    if (owner !== undefined) node.attempts.sent(owner);
+    node.runner.send(script, keys, [...checkArgs(longestMs, knownRun), ...call.args], call.lock, gaveUp).then(
+      ({ value, epoch }) => {
+        let covered = false;
+        if (owner !== undefined) {
+          node.attempts.settled(owner);
+          covered = node.attempts.pending(owner);
         }
+        // Answered over another connection than the one it was sent on (a reconnect sent it again):
+        // the process that ran it may be a restarted one that took the run id it was told for its own.
+        const sameSession = session !== undefined && node.connection.session() === session;
+        const reply: Answer<Result> =
+          sameSession || knownRun === ''
+            ? { node, ok: true, value, covered, epoch }
+            : { node, ok: false, error: new RedisUnavailableError(call.lock, new Error(`${node.address}: reconnected while the call was in flight`)) };
+        if (!sent.answer(i, reply)) {
+          if (!covered) this.#undo(node, call, value);
+          return;
+        }
+        if (!reply.ok) return;
+        if (sameSession && (node.known?.run !== epoch.run || node.known.session !== session)) node.known = { run: epoch.run, session };
         if (epoch.longestMs > this.#longestMs) this.#longestMs = epoch.longestMs;
-      }
-      return { node, ok: true, value, covered, epoch };
-    } catch (error) {
-      return { node, ok: false, error };
-    }
+      },
+      (error: unknown) => {
+        if (owner !== undefined) node.attempts.settled(owner);
+        sent.answer(i, { node, ok: false, error });
+      },
+    );
   }
 
   /** The longest lease a check records: the call's own, or a longer one this client knows of. */
@@ -379,9 +498,9 @@ export class Redlock implements Topology {
    * Once every master of a fresh attempt answered: sets the sit-out of the new epochs it found to the
    * longest lease known, and a drift (a first use resolves them at once instead: #resolveNow).
    */
-  #resolveEpochs(asked: readonly Promise<Answer<AcquireReply>>[]): void {
-    void Promise.all(asked).then((answers) => {
-      if (firstUse(answers, this.quorum)) return;
+  #resolveEpochs(round: Answers<Answer<AcquireReply>>): void {
+    round.whenAll((answers) => {
+      if (!answers.some((a) => a.ok && a.epoch?.state === 'unresolved') || firstUse(answers, this.quorum)) return;
       const sitOutMs = this.#longestMs + driftMs(this.#longestMs);
       for (const a of answers) {
         if (a.ok && a.epoch?.state === 'unresolved') this.#sendAside(a.node, { script: epochScript, keys: [this.#marker], args: resolveArgs(a.epoch, sitOutMs, this.#longestMs), lock: undefined });
@@ -399,8 +518,8 @@ export class Redlock implements Topology {
       answers.flatMap((a) => {
         const read = a.ok ? a.epoch : undefined;
         if (read === undefined) return [];
-        const asked = this.#ask(a.node, { script: epochScript, keys: [this.#marker], args: resolveArgs(read, 0, this.#longestMs), lock: undefined }, ms);
-        return [asked.then((r) => (r.ok && r.value.state === 'ready' && r.value.born === read.born && r.value.run === read.run ? [r.node] : []))];
+        const asked = this.#askAll({ script: epochScript, keys: [this.#marker], args: resolveArgs(read, 0, this.#longestMs), lock: undefined }, undefined, undefined, [a.node], ms).all();
+        return [asked.then(([r]) => (r?.ok === true && r.value.state === 'ready' && r.value.born === read.born && r.value.run === read.run ? [r.node] : []))];
       }),
     );
     return new Set(resolved.flat());
@@ -421,29 +540,35 @@ export class Redlock implements Topology {
   async #grant(call: ScriptCall<AcquireReply>, rule: GrantRule, answers: readonly Answer<AcquireReply>[], startedAt: number, confirmed?: ReadonlySet<Master>): Promise<AcquireReply> {
     const { fresh } = rule;
     const granted = answers.filter((a): a is Answer<AcquireReply> & { ok: true; value: { status: 'acquired'; fence: number; holdCount: number; pttl: number } } => counts(a, confirmed));
-    const counted = new Set<Answer<AcquireReply>>(granted);
+    const counted: readonly Answer<AcquireReply>[] = granted;
     // A master sitting out (it may have lost grants): its grant is given back, whatever the outcome.
     for (const answer of answers) {
-      if (answer.ok && answer.value.status === 'acquired' && !counted.has(answer)) this.#undo(answer.node, call, answer.value);
+      if (answer.ok && answer.value.status === 'acquired' && !counted.includes(answer)) this.#undo(answer.node, call, answer.value);
     }
     if (granted.length >= this.quorum) {
-      const pttl = Math.min(...granted.map((a) => a.value.pttl));
+      let pttl = Infinity;
+      let highest = 0;
+      let holdCount = 0;
+      for (const { value } of granted) {
+        pttl = Math.min(pttl, value.pttl);
+        highest = Math.max(highest, value.fence);
+        holdCount = Math.max(holdCount, value.holdCount);
+      }
       const validity = pttl - (monotonicNow() - startedAt) - driftMs(pttl);
       // A fresh hold's fence: the greatest any granting master gave (then written back). A re-entry's:
       // the one a majority holds (a master that granted late may still show its own until raised).
-      const fences = granted.map((a) => a.value.fence);
-      const fence = fresh ? Math.max(...fences) : agreed(fences);
+      const fence = fresh ? highest : agreed(granted.map((a) => a.value.fence));
       if (fresh) this.#fences.observe(fence);
       // Where every granting master gave the proposed fence, a majority has it already: one round.
-      const behind = granted.filter((a) => a.value.fence < fence).map((a) => a.node);
-      if (validity > 0 && (!fresh || (await this.#raiseFence(call, rule, behind, fence, granted.length - behind.length)))) {
-        return { status: 'acquired', fence, holdCount: Math.max(...granted.map((a) => a.value.holdCount)), pttl };
+      const behind = fresh ? granted.filter((a) => a.value.fence < fence).map((a) => a.node) : [];
+      if (validity > 0 && (!fresh || behind.length === 0 || (await this.#raiseFence(call, rule, behind, fence, granted.length - behind.length)))) {
+        return { status: 'acquired', fence, holdCount, pttl };
       }
     }
     // No majority in time: give back every grant, and, for a fresh owner, try where no answer came.
     for (const answer of answers) {
       if (answer.ok) {
-        if (counted.has(answer)) this.#undo(answer.node, call, answer.value);
+        if (counted.includes(answer)) this.#undo(answer.node, call, answer.value);
       } else if (fresh) {
         this.#undo(answer.node, call, undefined);
       }
@@ -462,15 +587,14 @@ export class Redlock implements Topology {
 
   /**
    * Masters whose grant came after the hold was returned (a majority had already granted): raise
-   * their fence to the hold's too, so that every master shows the same fence.
+   * their fence to the hold's too, so that every master shows the same fence. `counted`: how many of
+   * the round's answers the decision saw.
    */
-  #raiseStragglers(call: ScriptCall<AcquireReply>, rule: GrantRule, asked: readonly Promise<Answer<AcquireReply>>[], counted: readonly Answer<AcquireReply>[], fence: number): void {
-    for (const answer of asked) {
-      void answer.then((a) => {
-        if (counted.includes(a) || !a.ok || a.value.status !== 'acquired' || a.value.fence === fence) return;
-        void this.#raiseFence(call, rule, [a.node], fence);
-      });
-    }
+  #raiseStragglers(call: ScriptCall<AcquireReply>, rule: GrantRule, round: Answers<Answer<AcquireReply>>, counted: number, fence: number): void {
+    round.forEach((a) => {
+      if (!a.ok || a.value.status !== 'acquired' || a.value.fence === fence) return;
+      void this.#raiseFence(call, rule, [a.node], fence);
+    }, counted);
   }
 
   /** Writes `fence` back to granting `masters` that gave less; true when a majority has it, counting the `having` ones that gave it. */
@@ -479,9 +603,8 @@ export class Redlock implements Topology {
     const [lock] = call.keys;
     if (lock === undefined) return false;
     const raise = { script: raiseFenceScript, keys: [lock], args: [rule.owner, fence.toFixed(0)], lock: call.lock };
-    const ms = this.nodeTimeoutMs(rule.leaseMs);
-    const raised = await Promise.all(masters.map(async (node) => (await this.#ask(node, raise, ms)).ok));
-    return having + raised.filter(Boolean).length >= this.quorum;
+    const raised = await this.#askAll(raise, undefined, undefined, masters, this.nodeTimeoutMs(rule.leaseMs)).all();
+    return having + raised.filter((a) => a.ok).length >= this.quorum;
   }
 
   /** Each hold's lease where a majority renewed it; `answers` may lack the masters that could not change that (not yet heard from). */
@@ -589,19 +712,6 @@ function leaseOf(rule: QuorumRule): number | undefined {
  */
 function checks(rule: QuorumRule): boolean {
   return (rule.name === 'grant' && rule.fresh) || rule.name === 'renew';
-}
-
-/** The answers so far, once `enough` says so or all are in. */
-function gather<Result>(asked: readonly Promise<Answer<Result>>[], enough: (got: readonly Answer<Result>[]) => boolean): Promise<Answer<Result>[]> {
-  return new Promise((resolve) => {
-    const got: Answer<Result>[] = [];
-    for (const answer of asked) {
-      void answer.then((a) => {
-        got.push(a);
-        if (got.length === asked.length || enough(got)) resolve([...got]);
-      });
-    }
-  });
 }
 
 /** The value most of `values` share (the greatest of those tied): what a majority of masters says. */
