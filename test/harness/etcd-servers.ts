@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../src/devserver/redis-server.js';
 import { freeze } from './freeze.js';
+import { exitedAtStart, onFreshPorts } from './port-taken.js';
 
 const ETCD = process.env['ETCD_BIN'] ?? '/usr/bin/etcd';
 /**
@@ -84,9 +85,14 @@ async function http(port: number, path: string, body?: string, ms = 1_000): Prom
 
 /**
  * Starts `size` etcd members on free loopback ports (1, or 3 or 5 for a cluster) and waits until
- * one leads; the caller stops them (tests: {@link startEtcd}).
+ * one leads; the caller stops them (tests: {@link startEtcd}). Started again on fresh ports when
+ * one was taken meanwhile (port-taken.ts); a start that fails stops the members it started.
  */
-export async function startCluster(size = 1): Promise<Cluster> {
+export function startCluster(size = 1): Promise<Cluster> {
+  return onFreshPorts(() => startClusterOnce(size));
+}
+
+async function startClusterOnce(size: number): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'padlock-etcd-'));
   const ports = await Promise.all(Array.from({ length: size }, async () => ({ client: await freePort(), peer: await freePort() })));
   const initialCluster = ports.map((p, i) => `m${i + 1}=http://127.0.0.1:${p.peer}`).join(',');
@@ -130,8 +136,13 @@ export async function startCluster(size = 1): Promise<Cluster> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  await Promise.all(members.map((m) => m.start()));
-  await cluster.leader();
+  try {
+    await Promise.all(members.map((m) => m.start()));
+    await cluster.leader();
+  } catch (error) {
+    await cluster.stop();
+    throw error;
+  }
   return cluster;
 }
 
@@ -168,7 +179,7 @@ class Member implements EtcdMember {
     // others: wait for its client port to answer at all (the metrics page), not for health.
     const end = Date.now() + 30_000;
     while (Date.now() < end) {
-      if (this.#process !== child) throw new Error(`etcd member ${this.name} exited at start (see ${this.log})`);
+      if (this.#process !== child) throw exitedAtStart(`etcd member ${this.name}`, this.log);
       if ((await http(this.port, '/version', undefined, 500)) !== undefined) return;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }

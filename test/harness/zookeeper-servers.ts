@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../src/devserver/redis-server.js';
 import { freeze } from './freeze.js';
+import { exitedAtStart, onFreshPorts } from './port-taken.js';
 
 /** Where Debian's package puts the server's jar (its manifest names every other jar it needs). */
 const ZOOKEEPER_JAR = process.env['ZOOKEEPER_JAR'] ?? '/usr/share/java/zookeeper.jar';
@@ -78,9 +79,15 @@ export function fourLetters(port: number, word: string, ms = 1_000): Promise<str
 
 /**
  * Starts `size` ZooKeeper servers on free loopback ports (1: standalone; 3 or 5: an ensemble) and
- * waits until every one serves; the caller stops them (tests: {@link startZooKeeper}).
+ * waits until every one serves; the caller stops them (tests: {@link startZooKeeper}). Started
+ * again on fresh ports when one was taken meanwhile (port-taken.ts); a start that fails stops the
+ * servers it started.
  */
-export async function startEnsemble(size = 1, options: { maxSessionTimeoutMs?: number } = {}): Promise<Ensemble> {
+export function startEnsemble(size = 1, options: { maxSessionTimeoutMs?: number } = {}): Promise<Ensemble> {
+  return onFreshPorts(() => startEnsembleOnce(size, options));
+}
+
+async function startEnsembleOnce(size: number, options: { maxSessionTimeoutMs?: number }): Promise<Ensemble> {
   const dir = mkdtempSync(join(tmpdir(), 'padlock-zookeeper-'));
   const ports = await Promise.all(Array.from({ length: size }, async () => ({ client: await freePort(), quorum: await freePort(), election: await freePort() })));
   const servers = ports.map((port, index) => {
@@ -127,8 +134,13 @@ export async function startEnsemble(size = 1, options: { maxSessionTimeoutMs?: n
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  await Promise.all(servers.map((s) => s.start()));
-  await ensemble.leader();
+  try {
+    await Promise.all(servers.map((s) => s.start()));
+    await ensemble.leader();
+  } catch (error) {
+    await ensemble.stop();
+    throw error;
+  }
   return ensemble;
 }
 
@@ -165,7 +177,7 @@ class Server implements ZooKeeperServer {
     });
     const end = Date.now() + 30_000;
     while (Date.now() < end) {
-      if (this.#process !== child) throw new Error(`ZooKeeper server ${this.id} exited at start (see ${this.log})`);
+      if (this.#process !== child) throw exitedAtStart(`ZooKeeper server ${this.id}`, this.log);
       if ((await fourLetters(this.port, 'ruok', 500)) === 'imok') return;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
