@@ -247,41 +247,49 @@ describe('the other kinds: read/write lock and semaphore', () => {
 describe('the operator commands: failures are one line and an exit code', () => {
   it('report an unreachable Redis (exit 1)', async () => {
     const url = `redis://127.0.0.1:${await freePort()}`;
-    for (const args of [['list'], ['inspect', 'x'], ['release', 'x', '--force', '--yes'], ['watch']]) {
-      assertOneLineError(await runBin([...args, '--url', url]), 1, /^padlock: cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+: connection refused/);
-    }
     const sentinel = `redis+sentinel://127.0.0.1:${await freePort()}/mymaster`;
-    assertOneLineError(await runBin(['list', '--url', sentinel]), 1, /^padlock: cannot reach Redis at redis\+sentinel:\/\/127\.0\.0\.1:\d+\/mymaster: /);
+    // Side by side: each run's start-up is most of its time.
+    const commands = [['list'], ['inspect', 'x'], ['release', 'x', '--force', '--yes'], ['watch']];
+    const [sentinelRun, ...runs] = await Promise.all([runBin(['list', '--url', sentinel]), ...commands.map((args) => runBin([...args, '--url', url]))]);
+    for (const ran of runs) assertOneLineError(ran, 1, /^padlock: cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+: connection refused/);
+    assertOneLineError(sentinelRun, 1, /^padlock: cannot reach Redis at redis\+sentinel:\/\/127\.0\.0\.1:\d+\/mymaster: /);
   });
 
   it('reject bad URLs, flags and names (exit 2), without printing a password', async () => {
-    assertOneLineError(await runBin(['list']), 2, /no Redis given: pass --url redis:\/\/host:port or set REDIS_URL/);
-    assertOneLineError(await runBin(['list', '--url', 'http://localhost:6379']), 2, /invalid Redis URL 'http:\/\/localhost:6379' in --url: expected redis:\/\//);
-    const withPassword = await runBin(['list'], { env: cleanEnv({ REDIS_URL: 'redis://:hunter2@127.0.0.1:6379/x' }) });
-    assertOneLineError(withPassword, 2, /invalid Redis URL 'redis:\/\/:\*\*\*@127\.0\.0\.1:6379\/x' in REDIS_URL/);
-    assert.doesNotMatch(withPassword.stderr, /hunter2/);
-    assertOneLineError(await runBin(['list', '--url', 'redis+sentinel://127.0.0.1:26379']), 2, /invalid Sentinel URL .*: expected redis\+sentinel:\/\//);
-    assertOneLineError(await runBin(['list', '--url', 'redis+sentinel://a:99999/m']), 2, /invalid Sentinel URL .*'a:99999' is not host\[:port\]/);
-    assertOneLineError(await runBin(['list', '--url', 'redis+sentinel://a/m?bogus=1']), 2, /unknown parameter 'bogus'/);
-    assertOneLineError(await runBin(['list', '--cluster', '--url', 'redis+sentinel://a/m']), 2, /--cluster does not go with a Sentinel URL/);
-    assertOneLineError(await runBin(['list', '--cluster', '--url', 'redis://a:1/3']), 2, /a Redis Cluster has only database 0/);
-    assertOneLineError(await run('x', 'list', '--bogus'), 2, /unknown option '--bogus'/);
-    assert.match((await run('x', 'list', '--bogus')).stderr, /Run 'padlock list --help' for usage/);
-    assertOneLineError(await runBin(['list', '--url', server.url, '--prefix', 'a b']), 2, /--prefix must be 1 to 64 characters from A-Z a-z 0-9 _ \. : -, got 'a b'/);
-    assertOneLineError(await run('x', 'watch', '--interval', '5ms'), 2, /--interval must be a duration from 0\.1 to 60 seconds \(seconds, or with a unit: 500ms, 2s, 1m\), got '5ms'$/);
-    // It was in milliseconds once: such a value is refused, never read as seconds.
-    assertOneLineError(await run('x', 'watch', '--interval', '500'), 2, /--interval must be a duration .*got '500' \(it is in seconds, not milliseconds: 500ms or 0\.5/);
-    assertOneLineError(await run('x', 'reap', '--every', '2h'), 2, /--every must be a duration from 0\.1 to 86400 seconds/);
-    assertOneLineError(await run('x', 'inspect', '--waiters', 'all', 'n'), 2, /--waiters must be an integer/);
-    assertOneLineError(await run('x', 'inspect'), 2, /missing required argument 'name'/);
-    assertOneLineError(await run('x', 'inspect', ''), 2, /invalid lock name: .*non-empty string/);
-    assertOneLineError(await run('x', 'list', 'a', 'b'), 2, /too many arguments for 'list'/);
-    assertOneLineError(await runBin(['lst']), 2, /unknown command 'lst'/);
+    const withPassword = runBin(['list'], { env: cleanEnv({ REDIS_URL: 'redis://:hunter2@127.0.0.1:6379/x' }) });
+    const bogus = run('x', 'list', '--bogus');
+    // Every run started at once (each one's start-up is most of its time), each checked in turn.
+    const refusals: [ReturnType<typeof runBin>, RegExp][] = [
+      [runBin(['list']), /no Redis given: pass --url redis:\/\/host:port or set REDIS_URL/],
+      [runBin(['list', '--url', 'http://localhost:6379']), /invalid Redis URL 'http:\/\/localhost:6379' in --url: expected redis:\/\//],
+      [withPassword, /invalid Redis URL 'redis:\/\/:\*\*\*@127\.0\.0\.1:6379\/x' in REDIS_URL/],
+      [runBin(['list', '--url', 'redis+sentinel://127.0.0.1:26379']), /invalid Sentinel URL .*: expected redis\+sentinel:\/\//],
+      [runBin(['list', '--url', 'redis+sentinel://a:99999/m']), /invalid Sentinel URL .*'a:99999' is not host\[:port\]/],
+      [runBin(['list', '--url', 'redis+sentinel://a/m?bogus=1']), /unknown parameter 'bogus'/],
+      [runBin(['list', '--cluster', '--url', 'redis+sentinel://a/m']), /--cluster does not go with a Sentinel URL/],
+      [runBin(['list', '--cluster', '--url', 'redis://a:1/3']), /a Redis Cluster has only database 0/],
+      [bogus, /unknown option '--bogus'/],
+      [runBin(['list', '--url', server.url, '--prefix', 'a b']), /--prefix must be 1 to 64 characters from A-Z a-z 0-9 _ \. : -, got 'a b'/],
+      [run('x', 'watch', '--interval', '5ms'), /--interval must be a duration from 0\.1 to 60 seconds \(seconds, or with a unit: 500ms, 2s, 1m\), got '5ms'$/],
+      // It was in milliseconds once: such a value is refused, never read as seconds.
+      [run('x', 'watch', '--interval', '500'), /--interval must be a duration .*got '500' \(it is in seconds, not milliseconds: 500ms or 0\.5/],
+      [run('x', 'reap', '--every', '2h'), /--every must be a duration from 0\.1 to 86400 seconds/],
+      [run('x', 'inspect', '--waiters', 'all', 'n'), /--waiters must be an integer/],
+      [run('x', 'inspect'), /missing required argument 'name'/],
+      [run('x', 'inspect', ''), /invalid lock name: .*non-empty string/],
+      [run('x', 'list', 'a', 'b'), /too many arguments for 'list'/],
+      [runBin(['lst']), /unknown command 'lst'/],
+    ];
+    for (const [ran, said] of refusals) assertOneLineError(await ran, 2, said);
+    assert.doesNotMatch((await withPassword).stderr, /hunter2/);
+    assert.match((await bogus).stderr, /Run 'padlock list --help' for usage/);
   });
 
   it('print help for each command (exit 0)', async () => {
-    for (const command of ['list', 'inspect', 'release', 'watch', 'demo']) {
-      const help = await runBin([command, '--help']);
+    const commands = ['list', 'inspect', 'release', 'watch', 'demo'];
+    const helps = await Promise.all(commands.map((command) => runBin([command, '--help'])));
+    for (const [i, command] of commands.entries()) {
+      const help = helps[i]!;
       assert.equal(help.code, 0);
       assert.match(help.stdout, new RegExp(`^Usage: padlock ${command} \\[options\\]`));
       assert.match(help.stdout, /^Exit status: /m);
