@@ -268,7 +268,10 @@ describe('padlock on a 3-server ZooKeeper ensemble under faults', { timeout: 120
   });
 
   it('a release whose answer is lost in a leader change, its delete landed: it resolves, never told "taken", the lock is free', async () => {
-    const padlock = padlockOn(ensemble);
+    // The answer comes back once the leader is killed, the connection dropped and made again after
+    // the election, and a third of a session gone by: up to ~6 s on a loaded machine (a fresh-clone
+    // run's release failed 'no reply within 5000 ms'), so a reply time-out with room for all of it.
+    const padlock = padlockOn(ensemble, { replyTimeoutMs: 15_000 });
     const client = clients[clients.length - 1];
     assert.ok(client !== undefined);
     const lost: LockLostError[] = [];
