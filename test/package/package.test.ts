@@ -260,8 +260,10 @@ function writeProject(project: Project, dir: string): { example: Example; file: 
   return runs;
 }
 
-// Two projects at a time: its compilers share the machine with the test file beside it.
-describe('the packed package, installed into fresh projects', { concurrency: 2 }, () => {
+// One project at a time: its compiler takes a core, and the suite runs two more files beside it
+// (two projects at once put the machine at a load of 11, and a 600 ms lease's renewal in the file
+// beside it came late).
+describe('the packed package, installed into fresh projects', { concurrency: 1 }, () => {
   for (const project of projects) {
     it(`${project.name}: every example of the README and docs compiles; ${project.runs === 'all' ? 'each' : 'the first'} runs and exits by itself`, { timeout: 300_000 }, async () => {
       const dir = join(work, project.client, project.name);
