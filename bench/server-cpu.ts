@@ -3,7 +3,9 @@
  * (`INFO cpu`, used_cpu_user + used_cpu_sys: parsing, socket I/O, the event loop and the commands),
  * not only the commands' own time (`INFO commandstats`, given beside it). Measured on a server of
  * its own, for the bare pair (`SET NX PX` + `DEL`), the smallest pairs that keep what a lock needs
- * (compare-and-delete; a fence that outlives the lock), padlock's `mutex` and the best peer, with 1
+ * (compare-and-delete; a fence that outlives the lock), what padlock's scripts cost by parts (the
+ * calls alone; the scripts without their request log; the scripts whole, with no padlock code: the
+ * floor for padlock's guarantees), padlock's `mutex` and the best peer, with 1
  * client and with 16 at once (each its own connection and key), where the server serves several
  * sockets per turn of its loop and the commands weigh more. Rounds are interleaved (the order
  * alternating), and each ratio to the bare pair is taken round by round, so that a noisy moment on
@@ -17,6 +19,9 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { startRedisServer } from '../src/devserver/redis-server.js';
 import { diffCounts, installCommandMeter, parseCommandMicros, readCommandMeter, resetCommandMeter, type CommandCounts } from './command-meter.js';
+import { lockKeys } from '../src/keys.js';
+import { acquireScript, releaseScript } from '../src/stores/redis/scripts/index.js';
+import { newOwnerToken, newRequestId } from '../src/tokens.js';
 import { LEASE_MS, openContender, type Contender, type ContenderSpec } from './contenders.js';
 import { fixed, table } from './report.js';
 import { median } from './stats.js';
@@ -87,16 +92,74 @@ const FENCED_FLOOR: PairKind = {
     ),
 };
 
+/**
+ * padlock's own two scripts, sent straight through ioredis with the keys and arguments padlock
+ * sends (a fresh owner token, a request id, its client's id): the smallest pair that keeps every
+ * guarantee padlock's mutex keeps, with none of its client code. `release` may replace the release
+ * script's source, to show what one of its parts costs.
+ */
+function padlockScripts(label: string, keeps: string, release: (source: string) => string = (source) => source): PairKind {
+  const clientId = randomBytes(8).toString('hex');
+  return {
+    label,
+    keeps,
+    open: (url) =>
+      pairOn(
+        url,
+        (client, [acquire = '', releaseSha = '']) =>
+          async (name) => {
+            const keys = lockKeys('padlock', name);
+            const owner = newOwnerToken();
+            const reply = (await client.evalsha(acquire, 2, keys.lock, keys.queue, owner, LEASE_MS, 'mutex', '0', clientId)) as unknown[];
+            if (reply[0] !== 1) return null;
+            return { release: async () => void (await client.evalsha(releaseSha, 2, keys.lock, keys.queue, owner, 1, newRequestId(), keys.released, 'PUBLISH')) };
+          },
+        [acquireScript.source, release(releaseScript.source)],
+      ),
+  };
+}
+
+/** The release script's common case with its request log neither checked nor carried (resends no longer recognised). */
+function withoutRequestLog(source: string): string {
+  const logged = "'||0||' .. remember(log, req)";
+  if (!source.includes(logged) || !source.includes('not seen(log, req)')) throw new Error("release.lua's common case changed: update withoutRequestLog in bench/server-cpu.ts");
+  return source.replace(logged, "'||0||' .. log").replace('not seen(log, req)', 'true');
+}
+
+/** Two scripts that return at once, called with padlock's keys and arguments: what the calls cost before any work. */
+const CALL_SHAPE: PairKind = {
+  label: "two scripts that return at once, with padlock's keys and arguments",
+  keeps: 'nothing (the cost of the calls alone)',
+  open: (url) =>
+    pairOn(
+      url,
+      (client, [acquire = '', release = '']) =>
+        async (name) => {
+          const keys = lockKeys('padlock', name);
+          const owner = newOwnerToken();
+          await client.evalsha(acquire, 2, keys.lock, keys.queue, owner, LEASE_MS, 'mutex', '0', 'c1e2f3a4b5c6d7e8');
+          return { release: async () => void (await client.evalsha(release, 2, keys.lock, keys.queue, owner, 1, newRequestId(), keys.released, 'PUBLISH')) };
+        },
+      ['return {1, 1, 1, 1}', 'return {1, 0}'],
+    ),
+};
+
 /** A contender of the bench's lineup, on this bench's own server. */
 function lineup(spec: ContenderSpec, keeps: string): PairKind {
   return { label: spec.label, keeps, open: (url) => openContender(spec, { single: url, masters: [] }) };
 }
 
+/** The best peer, whose client CPU per pair the others' is compared with. */
+const PEER_LABEL = 'redis-semaphore Mutex';
+
 export const SERVER_CPU_PAIRS: readonly PairKind[] = [
   BARE,
   lineup({ label: 'SET NX PX + compare-and-delete (raw)', library: 'raw' }, 'safe release'),
   FENCED_FLOOR,
-  lineup({ label: 'redis-semaphore Mutex', library: 'redis-semaphore', settings: {} }, 'safe release'),
+  CALL_SHAPE,
+  padlockScripts("padlock's scripts without the request log", 'as padlock, but a resent release is not recognised', withoutRequestLog),
+  padlockScripts("padlock's scripts, sent straight (no padlock code)", 'safe release, fence, re-entry, resend safety, the queue, liveness'),
+  lineup({ label: PEER_LABEL, library: 'redis-semaphore', settings: {} }, 'safe release'),
   lineup({ label: 'padlock mutex', library: 'padlock', kind: 'mutex' }, 'safe release, fence, re-entry, resend safety, the queue, liveness'),
 ];
 
@@ -113,6 +176,10 @@ export interface ServerCpuResult {
   /** Round-by-round ratios to the bare pair's same round: median, min and max. */
   readonly serverRatio: Spread;
   readonly commandRatio: Spread;
+  /** Round-by-round ratio of this process's CPU to the best peer's ({@link PEER_LABEL}) in the same round. */
+  readonly clientRatio: Spread;
+  /** Round-by-round ratio of this pair's rate to the best peer's in the same round. */
+  readonly rateRatio: Spread;
   /** Every round's server µs per pair, in run order. */
   readonly serverRounds: readonly number[];
 }
@@ -208,6 +275,7 @@ export async function runServerCpu(options: { readonly rounds: number; readonly 
         for (const entry of opened) await Promise.all(entry.clients.map((c) => c.close().catch(() => undefined)));
       }
       const bare = opened[0]?.rounds ?? [];
+      const peer = opened.find((entry) => entry.kind.label === PEER_LABEL)?.rounds ?? [];
       for (const { kind, rounds } of opened) {
         results.push({
           label: kind.label,
@@ -219,6 +287,8 @@ export async function runServerCpu(options: { readonly rounds: number; readonly 
           pairsPerSecond: median(rounds.map((r) => r.rate)),
           serverRatio: spread(rounds.map((r, i) => r.server / (bare[i]?.server ?? Number.NaN))),
           commandRatio: spread(rounds.map((r, i) => r.commands / (bare[i]?.commands ?? Number.NaN))),
+          clientRatio: spread(rounds.map((r, i) => r.client / (peer[i]?.client ?? Number.NaN))),
+          rateRatio: spread(rounds.map((r, i) => r.rate / (peer[i]?.rate ?? Number.NaN))),
           serverRounds: rounds.map((r) => r.server),
         });
       }
@@ -237,8 +307,8 @@ function ratio(s: Spread): string {
 /** The table of {@link runServerCpu}'s results. */
 export function serverCpuTable(results: readonly ServerCpuResult[]): string {
   return table(
-    ['pair', 'clients', "server's whole CPU µs/pair", '× bare (round by round)', 'command time µs/pair', '× bare', 'client CPU µs/pair', 'pairs/s'],
-    results.map((r) => [r.label, String(r.clients), fixed(r.serverMicros, 1), ratio(r.serverRatio), fixed(r.commandMicros, 1), ratio(r.commandRatio), fixed(r.clientMicros, 1), fixed(r.pairsPerSecond, 0)]),
+    ['pair', 'clients', "server's whole CPU µs/pair", '× bare (round by round)', 'command time µs/pair', '× bare', 'client CPU µs/pair', `× ${PEER_LABEL}`, 'pairs/s', '× the peer'],
+    results.map((r) => [r.label, String(r.clients), fixed(r.serverMicros, 1), ratio(r.serverRatio), fixed(r.commandMicros, 1), ratio(r.commandRatio), fixed(r.clientMicros, 1), ratio(r.clientRatio), fixed(r.pairsPerSecond, 0), ratio(r.rateRatio)]),
   );
 }
 
