@@ -1,6 +1,6 @@
 /**
  * Servers the tests start pick their ports with `freePort()`, which closes the port before the
- * server binds it: another process (the test files run two at a time) may take it in between. A
+ * server binds it: another process (the test files run three at a time) may take it in between. A
  * start that failed so is made again on fresh ports, as the Redis dev server's is. Seen once: an
  * etcd member exited at start with its port taken, and its file then waited out its 300 s time-out
  * on the members left running.

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { freePort } from '../../src/devserver/redis-server.js';
+import { exitedAtStart, onFreshPorts } from './port-taken.js';
 
 /** The server's programs: `POSTGRES_BIN`, else Debian's newest installed major version (15 on bookworm). */
 const BIN = process.env['POSTGRES_BIN'] ?? debianBin();
@@ -84,9 +85,15 @@ export async function startPostgresServer(settings: readonly string[] = []): Pro
   if (user !== undefined) chownSync(dir, user.uid, user.gid);
   const init = spawnSync(join(BIN, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8'], { ...user, encoding: 'utf8' });
   if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
-  const port = await freePort();
-  const args = ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'max_connections=200', ...settings.flatMap((s) => ['-c', s])];
-  const config: pg.PoolConfig = { host: '127.0.0.1', port, user: 'postgres', database: 'postgres' };
+  // Chosen again if the first start finds its port taken (port-taken.ts); fixed from then on.
+  let port = 0;
+  let args: string[] = [];
+  let config: pg.PoolConfig = {};
+  const choosePort = async (): Promise<void> => {
+    port = await freePort();
+    args = ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'max_connections=200', ...settings.flatMap((s) => ['-c', s])];
+    config = { host: '127.0.0.1', port, user: 'postgres', database: 'postgres' };
+  };
   const pools: pg.Pool[] = [];
   const makePool = (extra: pg.PoolConfig = {}): pg.Pool => {
     const made = new pg.Pool({ ...config, ...extra });
@@ -95,7 +102,6 @@ export async function startPostgresServer(settings: readonly string[] = []): Pro
     pools.push(made);
     return made;
   };
-  const admin = makePool({ max: 2 });
   let child: ChildProcess | undefined;
   let stopped = false;
 
@@ -112,7 +118,7 @@ export async function startPostgresServer(settings: readonly string[] = []): Pro
     });
     const end = Date.now() + 30_000;
     for (;;) {
-      if (child !== started) throw new Error(`postgres exited at start (see ${join(dir, 'postgres.log')})`);
+      if (child !== started) throw exitedAtStart('postgres', join(dir, 'postgres.log'));
       const probe = new pg.Client(config);
       probe.on('error', () => undefined);
       try {
@@ -136,7 +142,18 @@ export async function startPostgresServer(settings: readonly string[] = []): Pro
     await exited;
   };
 
-  await start();
+  try {
+    await onFreshPorts(async () => {
+      await choosePort();
+      await start();
+    });
+  } catch (error) {
+    // A server that started but never answered is stopped too.
+    await halt('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+  const admin = makePool({ max: 2 });
   return {
     port,
     config,
