@@ -95,10 +95,10 @@ const FENCED_FLOOR: PairKind = {
 /**
  * padlock's own two scripts, sent straight through ioredis with the keys and arguments padlock
  * sends (a fresh owner token, a request id, its client's id): the smallest pair that keeps every
- * guarantee padlock's mutex keeps, with none of its client code. `release` may replace the release
- * script's source, to show what one of its parts costs.
+ * guarantee padlock's mutex keeps, with none of its client code. `sources` may replace a script's
+ * source, to show what a part of it costs.
  */
-function padlockScripts(label: string, keeps: string, release: (source: string) => string = (source) => source): PairKind {
+function padlockScripts(label: string, keeps: string, sources: { acquire?: string; release?: string } = {}): PairKind {
   const clientId = randomBytes(8).toString('hex');
   return {
     label,
@@ -106,15 +106,15 @@ function padlockScripts(label: string, keeps: string, release: (source: string) 
     open: (url) =>
       pairOn(
         url,
-        (client, [acquire = '', releaseSha = '']) =>
+        (client, [acquire = '', release = '']) =>
           async (name) => {
             const keys = lockKeys('padlock', name);
             const owner = newOwnerToken();
             const reply = (await client.evalsha(acquire, 2, keys.lock, keys.queue, owner, LEASE_MS, 'mutex', '0', clientId)) as unknown[];
             if (reply[0] !== 1) return null;
-            return { release: async () => void (await client.evalsha(releaseSha, 2, keys.lock, keys.queue, owner, 1, newRequestId(), keys.released, 'PUBLISH')) };
+            return { release: async () => void (await client.evalsha(release, 2, keys.lock, keys.queue, owner, 1, newRequestId(), keys.released, 'PUBLISH')) };
           },
-        [acquireScript.source, release(releaseScript.source)],
+        [sources.acquire ?? acquireScript.source, sources.release ?? releaseScript.source],
       ),
   };
 }
@@ -125,24 +125,6 @@ function withoutRequestLog(source: string): string {
   if (!source.includes(logged) || !source.includes('not seen(log, req)')) throw new Error("release.lua's common case changed: update withoutRequestLog in bench/server-cpu.ts");
   return source.replace(logged, "'||0||' .. log").replace('not seen(log, req)', 'true');
 }
-
-/** Two scripts that return at once, called with padlock's keys and arguments: what the calls cost before any work. */
-const CALL_SHAPE: PairKind = {
-  label: "two scripts that return at once, with padlock's keys and arguments",
-  keeps: 'nothing (the cost of the calls alone)',
-  open: (url) =>
-    pairOn(
-      url,
-      (client, [acquire = '', release = '']) =>
-        async (name) => {
-          const keys = lockKeys('padlock', name);
-          const owner = newOwnerToken();
-          await client.evalsha(acquire, 2, keys.lock, keys.queue, owner, LEASE_MS, 'mutex', '0', 'c1e2f3a4b5c6d7e8');
-          return { release: async () => void (await client.evalsha(release, 2, keys.lock, keys.queue, owner, 1, newRequestId(), keys.released, 'PUBLISH')) };
-        },
-      ['return {1, 1, 1, 1}', 'return {1, 0}'],
-    ),
-};
 
 /** A contender of the bench's lineup, on this bench's own server. */
 function lineup(spec: ContenderSpec, keeps: string): PairKind {
@@ -156,8 +138,9 @@ export const SERVER_CPU_PAIRS: readonly PairKind[] = [
   BARE,
   lineup({ label: 'SET NX PX + compare-and-delete (raw)', library: 'raw' }, 'safe release'),
   FENCED_FLOOR,
-  CALL_SHAPE,
-  padlockScripts("padlock's scripts without the request log", 'as padlock, but a resent release is not recognised', withoutRequestLog),
+  // Two scripts that return at once: what the calls cost before any work.
+  padlockScripts("two scripts that return at once, with padlock's keys and arguments", 'nothing (the cost of the calls alone)', { acquire: 'return {1, 1, 1, 1}', release: 'return {1, 0}' }),
+  padlockScripts("padlock's scripts without the request log", 'as padlock, but a resent release is not recognised', { release: withoutRequestLog(releaseScript.source) }),
   padlockScripts("padlock's scripts, sent straight (no padlock code)", 'safe release, fence, re-entry, resend safety, the queue, liveness'),
   lineup({ label: PEER_LABEL, library: 'redis-semaphore', settings: {} }, 'safe release'),
   lineup({ label: 'padlock mutex', library: 'padlock', kind: 'mutex' }, 'safe release, fence, re-entry, resend safety, the queue, liveness'),
