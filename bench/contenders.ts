@@ -120,6 +120,13 @@ export interface Contender {
   close(): Promise<void>;
 }
 
+/** One uncontended acquire + release of `key` by `contender`; an acquire that gives up is an error here. */
+export async function acquireRelease(contender: Contender, key: string): Promise<void> {
+  const held = await contender.acquire(key, 1_000);
+  if (held === null) throw new Error(`uncontended acquire of ${key} failed`);
+  await held.release();
+}
+
 /** Lease used by every library: long enough never to expire during a run. */
 export const LEASE_MS = 30_000;
 

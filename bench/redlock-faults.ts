@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { startRedisServer, type RedisServer } from '../src/devserver/redis-server.js';
 import * as current from '../src/index.js';
-import { openContender, type Contender, type ContenderSpec } from './contenders.js';
+import { acquireRelease, openContender, type Contender, type ContenderSpec } from './contenders.js';
 import { median, nowMs } from './stats.js';
 
 type PadlockModule = typeof current;
@@ -53,11 +53,7 @@ async function timedPairs(ms: number, pair: (n: number) => Promise<void>): Promi
 
 /** The same round for a peer, through the bench's adapter. */
 async function peerRound(contender: Contender, ms: number, prefix: string): Promise<number> {
-  return timedPairs(ms, async (n) => {
-    const held = await contender.acquire(`${prefix}:${n}`, 1_000);
-    if (held === null) throw new Error(`uncontended acquire of ${prefix}:${n} failed`);
-    await held.release();
-  });
+  return timedPairs(ms, (n) => acquireRelease(contender, `${prefix}:${n}`));
 }
 
 /** The best peers' Redlock modes, at their defaults, and padlock's mutex on one server (the 1.3× target's base). */

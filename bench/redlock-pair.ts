@@ -25,7 +25,7 @@ import { newOwnerToken, newRequestId } from '../src/tokens.js';
 import { acquireScript, raiseFenceScript, releaseScript } from '../src/stores/redis/scripts/index.js';
 import { checkArgs, checkedScript, epochScript, resolveArgs } from '../src/stores/redis/topology/master-epoch.js';
 import { driftMs } from '../src/clock.js';
-import { LEASE_MS, openContender, type Contender, type Held } from './contenders.js';
+import { LEASE_MS, acquireRelease, openContender, type Contender, type Held } from './contenders.js';
 import { fixed, paired, positive, ratioText, spread, uptime } from './report-format.js';
 import { table } from './report.js';
 import { median } from './stats.js';
@@ -160,9 +160,7 @@ async function round(contender: Contender, key: string, ms: number, admins: read
   const start = performance.now();
   let pairs = 0;
   while (performance.now() - start < ms) {
-    const held = await contender.acquire(key, 1_000);
-    if (held === null) throw new Error(`uncontended acquire of ${key} failed`);
-    await held.release();
+    await acquireRelease(contender, key);
     pairs++;
   }
   const elapsed = performance.now() - start;

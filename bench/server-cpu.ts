@@ -22,7 +22,7 @@ import { diffCounts, installCommandMeter, parseCommandMicros, readCommandMeter, 
 import { lockKeys } from '../src/keys.js';
 import { acquireScript, releaseScript } from '../src/stores/redis/scripts/index.js';
 import { newOwnerToken, newRequestId } from '../src/tokens.js';
-import { LEASE_MS, openContender, type Contender, type ContenderSpec } from './contenders.js';
+import { LEASE_MS, acquireRelease, openContender, type Contender, type ContenderSpec } from './contenders.js';
 import { fixed, table } from './report.js';
 import { median } from './stats.js';
 
@@ -218,9 +218,7 @@ async function round(clients: readonly Contender[], keys: readonly string[], ms:
     clients.map(async (client, i) => {
       const key = keys[i] ?? '';
       while (performance.now() - start < ms) {
-        const held = await client.acquire(key, 1_000);
-        if (held === null) throw new Error(`uncontended acquire of ${key} failed`);
-        await held.release();
+        await acquireRelease(client, key);
         pairs++;
       }
     }),

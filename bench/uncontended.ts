@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { diffCounts, parseCommandMicros, readCommandMeter, resetCommandMeter, totalCount, type CommandCounts } from './command-meter.js';
-import { lockServers, openContender, topologyOf, type Contender, type ContenderSpec, type Servers, type Topology } from './contenders.js';
+import { acquireRelease, lockServers, openContender, topologyOf, type Contender, type ContenderSpec, type Servers, type Topology } from './contenders.js';
 import { median, nowMs, percentile, sorted } from './stats.js';
 import { connectData } from './workload.js';
 
@@ -67,12 +67,6 @@ export async function measurePing(url: string, samples = 2_000): Promise<PingRes
   } finally {
     await client.quit().catch(() => client.disconnect());
   }
-}
-
-async function cycle(contender: Contender, key: string): Promise<void> {
-  const held = await contender.acquire(key, 1_000);
-  if (held === null) throw new Error(`uncontended acquire of ${key} failed`);
-  await held.release();
 }
 
 /** What one round measured. */
@@ -157,7 +151,7 @@ export async function runUncontended(specs: readonly ContenderSpec[], servers: S
       const key = `bench:uncontended:${randomBytes(4).toString('hex')}`;
       const admins = lockServers(spec, servers).map(connectData);
       opened.push({ spec, contender, key, rates: [], acquires: [], releases: [], roundAcquireP50s: [], admins, commands: 0, ops: 0, redisMicros: 0, cpuMicros: 0 });
-      for (let i = 0; i < 200; i++) await cycle(contender, key);
+      for (let i = 0; i < 200; i++) await acquireRelease(contender, key);
     }
     for (let r = 0; r < options.rounds; r++) {
       // Alternate the order so that no contender always runs right after the same one.
