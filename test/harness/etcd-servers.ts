@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../src/devserver/redis-server.js';
 import { freeze } from './freeze.js';
-import { exitedAtStart, onFreshPorts } from './port-taken.js';
+import { exitedAtStart, onFreshPorts, startedOrStopped } from './port-taken.js';
 
 const ETCD = process.env['ETCD_BIN'] ?? '/usr/bin/etcd';
 /**
@@ -136,14 +136,10 @@ async function startClusterOnce(size: number): Promise<Cluster> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  try {
+  return startedOrStopped(cluster, async () => {
     await Promise.all(members.map((m) => m.start()));
     await cluster.leader();
-  } catch (error) {
-    await cluster.stop();
-    throw error;
-  }
-  return cluster;
+  });
 }
 
 class Member implements EtcdMember {

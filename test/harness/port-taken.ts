@@ -32,3 +32,14 @@ export async function onFreshPorts<T>(start: () => Promise<T>, attempts = 3): Pr
     }
   }
 }
+
+/** `servers` once `start()` has started them; if it fails, they are stopped (none left running) and the error thrown. */
+export async function startedOrStopped<Servers extends { stop(): Promise<void> }>(servers: Servers, start: () => Promise<unknown>): Promise<Servers> {
+  try {
+    await start();
+  } catch (error) {
+    await servers.stop();
+    throw error;
+  }
+  return servers;
+}

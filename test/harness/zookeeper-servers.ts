@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../src/devserver/redis-server.js';
 import { freeze } from './freeze.js';
-import { exitedAtStart, onFreshPorts } from './port-taken.js';
+import { exitedAtStart, onFreshPorts, startedOrStopped } from './port-taken.js';
 
 /** Where Debian's package puts the server's jar (its manifest names every other jar it needs). */
 const ZOOKEEPER_JAR = process.env['ZOOKEEPER_JAR'] ?? '/usr/share/java/zookeeper.jar';
@@ -134,14 +134,10 @@ async function startEnsembleOnce(size: number, options: { maxSessionTimeoutMs?: 
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  try {
+  return startedOrStopped(ensemble, async () => {
     await Promise.all(servers.map((s) => s.start()));
     await ensemble.leader();
-  } catch (error) {
-    await ensemble.stop();
-    throw error;
-  }
-  return ensemble;
+  });
 }
 
 class Server implements ZooKeeperServer {
