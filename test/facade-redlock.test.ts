@@ -12,7 +12,7 @@ import Redlock, { ExecutionError, Lock, ResourceLockedError } from '../src/facad
 import { LockLostError, PadlockClosedError, PadlockOptionError, type Padlock } from '../src/index.js';
 import { freePort } from '../src/devserver/redis-server.js';
 import type { RedisServer } from '../src/devserver/redis-server.js';
-import { commandCalls, connect, delay, startServer, useMasters } from './harness/redis.js';
+import { commandCalls, connect, delay, lossOf, startServer, useMasters } from './harness/redis.js';
 
 let server: RedisServer;
 let redis: Redis;
@@ -214,7 +214,7 @@ describe("padlock/redlock: redlock's own test scenarios, one instance", () => {
     const admin = redlockOn().padlock;
     await redlock.using(['{redlock}lost'], 1_000, async (signal) => {
       assert.ok(await admin.mutex('{redlock}lost').forceRelease());
-      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      await lossOf({ signal });
       assert.ok(signal.error instanceof LockLostError, String(signal.error));
     }).then(
       () => assert.fail('using must reject: its lock did not cover the routine'),

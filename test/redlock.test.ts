@@ -13,7 +13,7 @@ import { SemaphoreProtocol, semaphoreKeys } from '../src/stores/redis/kinds/sema
 import { enqueueScript, inspectScript, type AcquireReply } from '../src/stores/redis/scripts/index.js';
 import { checkedScript } from '../src/stores/redis/topology/master-epoch.js';
 import { releaseQuorum } from '../src/stores/redis/topology/quorum.js';
-import { connect, delay, eventually, runCall, useMasters } from './harness/redis.js';
+import { connect, delay, eventually, lossOf, runCall, useMasters } from './harness/redis.js';
 import { holdsOf, isHeld, queuedOwners, readLock } from './harness/lock-state.js';
 import { redisInternals } from '../src/testing.js';
 
@@ -254,7 +254,7 @@ describe('Redlock over 5 masters', () => {
     const padlock = redlock({ leaseMs: 3_000 });
     const lease: Lease = await padlock.mutex('rl:renew').acquire();
     await frozen([0, 1, 2], async () => {
-      const reason = await new Promise<unknown>((resolve) => lease.signal.addEventListener('abort', () => resolve(lease.signal.reason), { once: true }));
+      const reason = await lossOf(lease);
       assert.ok(reason instanceof LockLostError, `got ${String(reason)}`);
       assert.equal(lease.isHeld, false);
     });

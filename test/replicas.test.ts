@@ -10,7 +10,7 @@ import { lockKeys } from '../src/keys.js';
 import { LockLostError, Padlock, PadlockOptionError, ReplicaAckError, type Lease } from '../src/index.js';
 import type { PadlockOptions } from '../src/options.js';
 import { command, startSentinelSet, type SentinelSet } from './harness/topologies.js';
-import { delay, eventually } from './harness/redis.js';
+import { delay, eventually, lossOf } from './harness/redis.js';
 import { parseLock } from './harness/lock-state.js';
 
 /** How many holds `owner` has in a lock key's value, as read off a server (0 when none). */
@@ -82,7 +82,7 @@ describe('replicas: { min, timeoutMs } (WAIT after every grant and renewal)', ()
       const left = parseLock((await command(primary, 'GET', keys.lock)) as string | null);
       assert.equal(left?.count ?? 0, 0, 'the grant was undone on the primary: no owner is left');
       // The hold taken before the freeze: its renewals are refused, so it runs out and is reported.
-      const lost = await new Promise<unknown>((resolve) => held.signal.addEventListener('abort', () => resolve(held.signal.reason), { once: true }));
+      const lost = await lossOf(held);
       assert.ok(lost instanceof LockLostError && lost.reason === 'expired', `got ${String(lost)}`);
     } finally {
       await set.revive(replica);

@@ -4,7 +4,7 @@ import type { RedisServer } from '../src/devserver/redis-server.js';
 import { LockLostError, LockNotHeldError, type Lease } from '../src/index.js';
 import { lockKeys } from '../src/keys.js';
 import { RENEWALS_PER_CALL } from '../src/stores/redis/renewals.js';
-import { commandCalls, connect, delay, eventually, padlockOn, startServer } from './harness/redis.js';
+import { commandCalls, connect, delay, eventually, lossOf, padlockOn, startServer } from './harness/redis.js';
 import { readLock } from './harness/lock-state.js';
 import { internals, redisInternals } from '../src/testing.js';
 
@@ -129,7 +129,7 @@ describe('watchdog', () => {
     padlock.on('lost', (error) => lost.push(error));
     const lease = await padlock.mutex('wd:forced').acquire();
     assert.equal(await padlockOn(server).mutex('wd:forced').forceRelease(), true);
-    await new Promise<void>((resolve) => lease.signal.addEventListener('abort', () => resolve()));
+    await lossOf(lease);
     // 'taken' is what a renewal that finds another owner (here none) reports; the lease running out
     // would say 'expired'. No timing needed to tell them apart.
     assert.equal(lostReason(lease), 'taken', 'found by a renewal, not by the lease running out');
@@ -144,7 +144,7 @@ describe('watchdog', () => {
     const lease = await padlock.mutex('wd:frozen').acquire();
     frozen.pause();
     try {
-      await new Promise<void>((resolve) => lease.signal.addEventListener('abort', () => resolve()));
+      await lossOf(lease);
       assert.equal(lostReason(lease), 'expired');
       assert.equal(lease.isHeld, false);
       await assert.rejects(lease.release(), LockNotHeldError);
@@ -158,7 +158,7 @@ describe('watchdog', () => {
     const lease = await padlock.mutex('wd:stall').acquire();
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 400);
     assert.equal(lease.isHeld, false, 'known lost at once, before any timer ran');
-    await new Promise<void>((resolve) => (lease.signal.aborted ? resolve() : lease.signal.addEventListener('abort', () => resolve())));
+    await lossOf(lease);
     assert.equal(lostReason(lease), 'expired');
   });
 

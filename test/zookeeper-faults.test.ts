@@ -13,7 +13,7 @@ import zookeeper from 'node-zookeeper-client';
 import type { Client } from 'node-zookeeper-client';
 import { LockLostError, LockNotHeldError, LockTimeoutError, Padlock, StoreUnavailableError, ZooKeeperUnavailableError } from '../src/index.js';
 import { monotonicNow } from '../src/clock.js';
-import { connect, delay, eventually, startServer } from './harness/redis.js';
+import { connect, delay, eventually, lossOf, startServer } from './harness/redis.js';
 import { forkFixture } from './harness/children.js';
 import { fourLetters, startZooKeeper, type Ensemble } from './harness/zookeeper.js';
 import { closeClient, connected, zooKeeperClient, zooKeeperLeftovers } from './harness/zookeeper-store-target.js';
@@ -220,7 +220,7 @@ describe('padlock on a 3-server ZooKeeper ensemble under faults', { timeout: 120
     const holder = padlockOn(ensemble);
     const other = padlockOn(ensemble, { replyTimeoutMs: 1_000 });
     const lease = await holder.mutex('zkf:majority').acquire();
-    const told = new Promise<unknown>((resolve) => lease.signal.addEventListener('abort', () => resolve(lease.signal.reason)));
+    const told = lossOf(lease);
     const leader = await ensemble.leader();
     const lostAt = monotonicNow();
     await Promise.all(ensemble.servers.filter((s) => s !== leader).map((s) => s.kill()));

@@ -3,7 +3,6 @@
  * closed after the file's tests, and a guard that fails the file on any unhandled rejection.
  */
 import { after, before } from 'node:test';
-import assert from 'node:assert/strict';
 import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import { startRedisServer, type RedisServer, type RedisServerOptions } from '../../src/devserver/redis-server.js';
 import { Padlock } from '../../src/index.js';
@@ -22,7 +21,12 @@ after(async () => {
   await Promise.allSettled(padlocks.map((p) => p.close()));
   for (const client of clients) client.disconnect();
   await Promise.allSettled(servers.map((s) => s.stop()));
-  assert.deepEqual(unhandled, [], 'no unhandled rejection may happen');
+  // Fails the file without throwing: a hook that throws skips the after hooks registered behind it
+  // (other harnesses' servers would then keep the file alive until its time-out).
+  if (unhandled.length > 0) {
+    console.error(`no unhandled rejection may happen; ${unhandled.length} did:`, ...unhandled);
+    process.exitCode = 1;
+  }
 });
 
 /** Starts a redis-server that is stopped after this file's tests. */
@@ -70,6 +74,16 @@ export function padlockOn(server: RedisServer, options: Omit<PadlockOptions, 're
 /** Resolves after `ms`. */
 export function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * The reason a lease was told lost, once it is: at once when it already was (an `abort` listener
+ * added after the event would never run, and the test would hang).
+ */
+export function lossOf(lease: { readonly signal: AbortSignal }): Promise<unknown> {
+  const { signal } = lease;
+  if (signal.aborted) return Promise.resolve(signal.reason);
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(signal.reason), { once: true }));
 }
 
 /** Polls `check` every 5 ms until it is true or `ms` pass; returns whether it became true. */
