@@ -141,7 +141,7 @@ for (const factory of FACTORIES) {
     it('the loss of one name aborts the signal with its LockLostError, and release() frees the others', async () => {
       const a = await topology.padlock();
       const b = await topology.padlock();
-      const lease = await a.multi(['m:lost:a', 'm:lost:b', 'm:lost:c']).acquire({ leaseMs: 300, autoExtend: true });
+      const lease = await a.multi(['m:lost:a', 'm:lost:b', 'm:lost:c']).acquire({ leaseMs: 1_000, autoExtend: true });
       const aborted = once(lease.signal, 'abort');
       assert.equal(await b.mutex('m:lost:b').forceRelease(), true);
       await aborted;
@@ -162,7 +162,7 @@ for (const factory of FACTORIES) {
           await b.mutex('m:wl:a').forceRelease();
           await aborted;
           return 'done';
-        }, { leaseMs: 300, autoExtend: true }),
+        }, { leaseMs: 1_000, autoExtend: true }),
         (error: unknown) => error instanceof LockLostError && error.lock === 'm:wl:a',
       );
       assert.deepEqual(await heldNames(topology, ['m:wl:a', 'm:wl:b']), []);
@@ -307,7 +307,7 @@ describe('multi-lock · one server: validation, folding, partial re-entry', () =
     const p = await topology.padlock();
     const q = await topology.padlock();
     const busy = await q.mutex('e:b').acquire();
-    const acquiring = p.multi(['e:a', 'e:b']).acquire({ leaseMs: 300, autoExtend: true });
+    const acquiring = p.multi(['e:a', 'e:b']).acquire({ leaseMs: 1_000, autoExtend: true });
     assert.ok(await eventually(async () => (await topology.read((client) => queuedOwners(client, lockKeys('padlock', 'e:b').queue))).length === 1), 'it holds e:a and waits for e:b');
     const rejected = assert.rejects(acquiring, (error: unknown) => error instanceof LockLostError && error.lock === 'e:a');
     assert.equal(await q.mutex('e:a').forceRelease(), true);
