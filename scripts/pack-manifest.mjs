@@ -2,6 +2,9 @@
 // not ship (scripts/, test/, bench/). `trim` (prepack) keeps the whole file aside and writes the
 // published one; `restore` (postpack) puts the whole file back. A trim finding a file kept aside
 // (a pack that stopped half-way) restores it first, so the working copy is never lost.
+// Every change replaces the file in one rename: a Node process starting meanwhile in this folder
+// reads package.json (its "type"), and a file caught half-written crashed one (the tests pack
+// while other test files start).
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +12,13 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const manifest = join(root, 'package.json');
 const kept = join(root, 'package.json.development');
+
+/** Writes `text` to `path` whole: readers see the old file or the new one, never a part. */
+function replace(path, text) {
+  const partial = `${path}.${process.pid}.partial`;
+  writeFileSync(partial, text);
+  renameSync(partial, path);
+}
 
 const action = process.argv[2];
 if (action === 'trim') {
@@ -18,7 +28,7 @@ if (action === 'trim') {
   writeFileSync(kept, text);
   delete pkg.scripts;
   delete pkg.devDependencies;
-  writeFileSync(manifest, `${JSON.stringify(pkg, null, 2)}\n`);
+  replace(manifest, `${JSON.stringify(pkg, null, 2)}\n`);
 } else if (action === 'restore') {
   if (existsSync(kept)) renameSync(kept, manifest);
 } else {
