@@ -89,10 +89,18 @@ export const noTmux: string | undefined =
 
 /** A private tmux server (its own socket), killed after the file's tests. */
 const SOCKET = `padlock-test-${process.pid}`;
-let used = false;
+let started: Promise<string> | undefined;
 after(async () => {
-  if (used) await tmux(['kill-server']).catch(() => undefined);
+  if (started !== undefined) await tmux(['kill-server']).catch(() => undefined);
 });
+
+/**
+ * Starts the server once, told to live on with no session: by default it exits when its last
+ * session closes, and a test opening a terminal just then failed ("server exited unexpectedly").
+ */
+function tmuxServer(): Promise<string> {
+  return (started ??= tmux(['start-server', ';', 'set-option', '-g', 'exit-empty', 'off']));
+}
 
 function tmux(args: readonly string[]): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -118,7 +126,7 @@ export class Terminal {
    * the window open, so the test can read both.
    */
   static async open(args: readonly string[], options: { columns?: number; rows?: number; env?: NodeJS.ProcessEnv } = {}): Promise<Terminal> {
-    used = true;
+    await tmuxServer();
     const name = `t${Math.random().toString(36).slice(2, 10)}`;
     const env = Object.entries(options.env ?? {}).map(([k, v]) => `${k}=${shellQuote(v ?? '')} `).join('');
     const command = `${env}${shellQuote(process.execPath)} ${shellQuote(BIN)} ${args.map(shellQuote).join(' ')}; echo EXIT=$?; sleep 600`;
