@@ -39,9 +39,11 @@ describe('checker: broken variants are caught', () => {
 
   it('a client-clock deadline: a client whose wall clock runs ahead takes held locks', async () => {
     const { report } = await runChecked(servers, {
-      // Long enough work and enough sections that holds overlap in time even on a busy machine.
       kind: 'broken-client-clock', workers: 3, sections: 40, leaseMs: 300, workMs: [2, 6],
-      configure: (worker) => (worker === 0 ? { clock: { offsetMs: 1_000 } } : {}),
+      // The client whose clock runs ahead starts once worker 1 holds (which keeps its first hold
+      // 100 ms): on a busy machine it could otherwise run its sections before or after the others,
+      // and overlap none.
+      configure: (worker) => (worker === 0 ? { clock: { offsetMs: 1_000 }, waitForGo: true } : worker === 1 ? { linger: { seq: 0, stallMs: 100 } } : {}),
     });
     assert.ok(report.overlaps.length > 0, describeReport(report));
     assert.equal(isSafe(report), false);
