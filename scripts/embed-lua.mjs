@@ -6,9 +6,10 @@
 // with a line `-- @helpers`, where the definitions its fast path above does not use go, so that a
 // call the fast path answers never makes them (the ones the fast path uses go before it). The
 // output is generated, not committed.
-import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { replaceFile } from './replace-file.mjs';
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'stores', 'redis', 'scripts');
 const files = readdirSync(dir).filter((f) => f.endsWith('.lua')).sort();
@@ -111,7 +112,4 @@ const out =
 // Written only when it changed, and then whole (a rename): `npm pack` runs this while other test
 // files may be reading the sources (the TSDoc test compiles them).
 const target = join(dir, 'embedded.ts');
-if (!existsSync(target) || readFileSync(target, 'utf8') !== out) {
-  writeFileSync(`${target}.${process.pid}.partial`, out);
-  renameSync(`${target}.${process.pid}.partial`, target);
-}
+if (!existsSync(target) || readFileSync(target, 'utf8') !== out) replaceFile(target, out);

@@ -8,17 +8,11 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { replaceFile } from './replace-file.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const manifest = join(root, 'package.json');
 const kept = join(root, 'package.json.development');
-
-/** Writes `text` to `path` whole: readers see the old file or the new one, never a part. */
-function replace(path, text) {
-  const partial = `${path}.${process.pid}.partial`;
-  writeFileSync(partial, text);
-  renameSync(partial, path);
-}
 
 const action = process.argv[2];
 if (action === 'trim') {
@@ -28,7 +22,7 @@ if (action === 'trim') {
   writeFileSync(kept, text);
   delete pkg.scripts;
   delete pkg.devDependencies;
-  replace(manifest, `${JSON.stringify(pkg, null, 2)}\n`);
+  replaceFile(manifest, `${JSON.stringify(pkg, null, 2)}\n`);
 } else if (action === 'restore') {
   if (existsSync(kept)) renameSync(kept, manifest);
 } else {
