@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../src/devserver/redis-server.js';
 import { freeze } from './freeze.js';
+import './terminated.js';
 import { exitedAtStart, onFreshPorts, startedOrStopped } from './port-taken.js';
 
 const ETCD = process.env['ETCD_BIN'] ?? '/usr/bin/etcd';

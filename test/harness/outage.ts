@@ -9,6 +9,7 @@ import { Redis as Redis6 } from 'ioredis6';
 import { Redis as Valkey } from 'iovalkey';
 import { createClient as createClient6 } from '@redis/client';
 import { createClient as createClient4 } from 'redis4';
+import './terminated.js';
 import { startRedisServer, type RedisServer } from '../../src/devserver/redis-server.js';
 import { Padlock, type Lease, type RedisClient } from '../../src/index.js';
 import { monotonicNow } from '../../src/clock.js';

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { freePort } from '../../src/devserver/redis-server.js';
+import './terminated.js';
 import { exitedAtStart, onFreshPorts } from './port-taken.js';
 
 /** The server's programs: `POSTGRES_BIN`, else Debian's newest installed major version (15 on bookworm). */

@@ -3,6 +3,7 @@
  * closed after the file's tests, and a guard that fails the file on any unhandled rejection.
  */
 import { after, before } from 'node:test';
+import './terminated.js';
 import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import { startRedisServer, type RedisServer, type RedisServerOptions } from '../../src/devserver/redis-server.js';
 import { Padlock } from '../../src/index.js';

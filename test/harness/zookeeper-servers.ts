@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../src/devserver/redis-server.js';
 import { freeze } from './freeze.js';
+import './terminated.js';
 import { exitedAtStart, onFreshPorts, startedOrStopped } from './port-taken.js';
 
 /** Where Debian's package puts the server's jar (its manifest names every other jar it needs). */
