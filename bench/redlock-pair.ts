@@ -95,7 +95,7 @@ export async function openFloor(masters: readonly string[]): Promise<Contender> 
       let answered = 0;
       clients.forEach((c, node) => {
         const [, longest = 0, ttl = 0, run = ''] = checks[node] ?? [];
-        void c.evalsha(checkedAcquire.sha, 3, marker, lock, queue, 'check', longest, ttl, run, owner, LEASE_MS, 'mutex', proposed, clientId).then(
+        void c.evalsha(checkedAcquire.sha, 3, lock, queue, marker, owner, LEASE_MS, 'mutex', proposed, clientId, 'check', longest, ttl, run).then(
           (reply) => {
             // {{1, fence, count, pttl}, {resolved, waitMs, ...}}: a grant counts where the epoch is ready.
             const [value, epoch] = reply as [[number, number, number, number], [number, number]];

@@ -93,6 +93,44 @@ describe('the queue: one list, found by place', () => {
     await admin.del(keys.lock, keys.queue);
   });
 
+  it("a waiter with a ticket (Redlock) that does not know its place reads the ticket-ordered queue only as far as its entry; a woken head reads one entry", async () => {
+    const keys = lockKeys('padlock', 'place:ordered');
+    const protocol = new MutexProtocol(keys, 'mutex', 'client1');
+    const holder = owner('holder');
+    const waiters = ['w1', 'w2', 'w3', 'w4', 'w5', 'w6'].map(owner);
+    const ticket = Date.now();
+    // A proposed fence (any > 0) is what makes an attempt send its ticket: Redlock's masters order their queues by it.
+    const attempt = (who: string, mode: 'queue' | 'requeue', place: string): Promise<AcquireReply> =>
+      runCall(admin, protocol.attemptProposing(who, LEASE_MS, mode, HEARTBEAT_MS, ticket + waiters.indexOf(who), place, 1));
+    assert.equal((await runCall(admin, protocol.attempt(holder, LEASE_MS, 'try', HEARTBEAT_MS))).status, 'acquired');
+    for (const who of waiters) placeOf(await attempt(who, 'queue', ''));
+    const ranges = await lranges();
+    try {
+      // A heartbeat of the second waiter: found in place, reading the head, then the next few entries.
+      const before = (await admin.lindex(keys.queue, 1)) ?? '';
+      const renewed = placeOf(await attempt(waiters[1] ?? '', 'queue', '?'));
+      assert.deepEqual(await queuedOwners(admin, keys.queue), waiters, 'found in place, not queued twice');
+      assert.equal((await admin.lindex(keys.queue, 1)) ?? '', renewed);
+      assert.notEqual(renewed, before, 'its entry rewritten (a later expiry)');
+      assert.ok(await eventually(() => ranges.length === 2), `reads: ${JSON.stringify(ranges)}`);
+      assert.deepEqual(ranges.splice(0), [[0, 0], [1, 4]], 'read up to the entry after its own, not the whole queue');
+      // The release wakes the head, whose entry it takes out; the woken head, not knowing it, reads one entry and takes the lock.
+      assert.deepEqual(await runCall(admin, protocol.release(holder, 1)), { status: 'released', remaining: 0 });
+      assert.equal((await attempt(waiters[0] ?? '', 'requeue', '?')).status, 'acquired');
+      assert.ok(await eventually(() => ranges.length === 1), `reads: ${JSON.stringify(ranges)}`);
+      assert.deepEqual(ranges.splice(0), [[0, 0]], 'one entry read');
+      assert.deepEqual(await queuedOwners(admin, keys.queue), waiters.slice(1));
+      // Queued twice (a resent first join): found twice, so the whole queue is searched, as without a ticket.
+      const third = (await admin.lindex(keys.queue, 1)) ?? '';
+      await admin.linsert(keys.queue, 'BEFORE', third, `${third.split('|').slice(0, -1).join('|')}|1`);
+      placeOf(await attempt(waiters[2] ?? '', 'queue', '?'));
+      assert.ok(await eventually(() => ranges.some(([, stop]) => stop === -1)), `reads: ${JSON.stringify(ranges)}`);
+    } finally {
+      ranges.stop();
+    }
+    await admin.del(keys.lock, keys.queue);
+  });
+
   it("a release skips an entry of the owner who freed the lock (a heartbeat that crossed its wake-up) and wakes the next", async () => {
     const keys = lockKeys('padlock', 'place:self');
     const protocol = new MutexProtocol(keys, 'mutex', 'client1');
@@ -194,6 +232,16 @@ describe('the queue: one list, found by place', () => {
 /** LRANGE calls so far (the search of a queue). */
 async function lrangeCalls(): Promise<number> {
   return Number(/cmdstat_lrange:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
+}
+
+/** The [start, stop] of every LRANGE scripts run from now on (as MONITOR shows them), until `stop()`. */
+async function lranges(): Promise<[number, number][] & { stop(): void }> {
+  const monitor = await connect(server).monitor();
+  const seen = Object.assign([] as [number, number][], { stop: () => void monitor.disconnect() });
+  monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    if (source === 'lua' && args[0]?.toUpperCase() === 'LRANGE') seen.push([Number(args[2]), Number(args[3])]);
+  });
+  return seen;
 }
 
 /** Subscribes to `channel` on a connection of its own; the array fills with the messages that come. */

@@ -1,3 +1,22 @@
+-- Wakes a mutex waiter: "owner wake expiry" on its client's channel (expiry: its entry's, as the
+-- queue held it), so that the waiter knows which of its entries was taken out.
+local function wake(channel, publish, owner, client, expiry)
+  redis.call(publish, channel .. ':' .. client, owner .. ' wake ' .. expiry)
+end
+
+-- A release's common contended case, without parsing the whole entry: `entry`, the queue's head
+-- just popped, is a live mutex waiter other than `freed_by` (the releasing owner), and is woken
+-- (see hand_off); true. false (nothing sent) for any other head: a fair waiter, to be handed the
+-- lock; a dead one, to be skipped; the releaser's own; an entry padlock did not write.
+local function wake_mutex_head(entry, freed_by, channel, publish)
+  local owner, client, kind, expiry = string.match(entry, '^([^|]*)|([^|]*)|%d+|%d+|(%w+)|%d+|(%d+)$')
+  if not kind or kind == 'fair' or owner == freed_by or tonumber(expiry) < server_now() then
+    return false
+  end
+  wake(channel, publish, owner, client, expiry)
+  return true
+end
+
 -- Gives a free lock's turn to the first live waiter of the queue, skipping (and forgetting) waiters
 -- whose heartbeat ran out, and any entry of the owner who just freed it (left by a heartbeat that
 -- crossed its wake-up); that waiter leaves the queue. `state` is the lock's (nil: no key).
@@ -26,7 +45,7 @@ local function hand_off(lock, state, queue, channel, publish, first)
     now = now or server_now()
     if waiter.expiry >= now and waiter.owner ~= freed_by then
       if waiter.kind ~= 'fair' then
-        redis.call(publish, channel .. ':' .. waiter.client, waiter.owner .. ' wake ' .. waiter.expiry)
+        wake(channel, publish, waiter.owner, waiter.client, waiter.expiry)
         return false
       end
       local fence = next_fence(state, nil)

@@ -66,10 +66,47 @@ local function drop_holder_entry(queue, place)
   end
 end
 
--- Whether `waiter` goes ahead of a waiter with ticket `since` and owner `owner`.
-local function ahead_of(waiter, since, owner)
-  local other = tonumber(waiter.since)
-  return other < since or (other == since and waiter.owner < owner)
+-- The owner and the ticket (`since`, as a number) of a queue entry, read without the other fields;
+-- nil for an entry padlock did not write.
+local function order_of(entry)
+  local owner, since = string.match(entry, '^([^|]*)|[^|]*|%d+|%d+|%w+|(%d+)|')
+  return owner, tonumber(since)
+end
+
+-- Whether `entry` goes ahead of a waiter with ticket `since` and owner `owner`.
+local function ahead_of(entry, since, owner)
+  local other, other_since = order_of(entry)
+  return other_since < since or (other_since == since and other < owner)
+end
+
+-- `owner`'s place (see above) in a queue kept in ticket order (Redlock's: join_in_order), its ticket
+-- being `since`: its entry; '' when it is not there; '?' when it is there twice (a resent first
+-- join: the search takes out both) or an entry cannot be read. Reads from the head only as far as
+-- the first entry that goes after it, a few at a time: a woken head, whose entry the release took
+-- out, costs one read of one entry, where a search reads the whole queue.
+local function place_in_order(queue, owner, since)
+  local prefix = owner .. '|'
+  local found
+  local from, size = 0, 1
+  while true do
+    local entries = redis.call('LRANGE', queue, from, from + size - 1)
+    for _, entry in ipairs(entries) do
+      if string.sub(entry, 1, #prefix) == prefix then
+        if found then
+          return '?'
+        end
+        found = entry
+      elseif not order_of(entry) then
+        return '?'
+      elseif not ahead_of(entry, since, owner) then
+        return found or ''
+      end
+    end
+    if #entries < size then
+      return found or ''
+    end
+    from, size = from + size, size * 4
+  end
 end
 
 -- Adds `entry` (of `owner`, ticket `since`) in ticket order, ties broken by owner: every server that
@@ -77,12 +114,12 @@ end
 -- whether another waiter is ahead of the entry.
 local function join_in_order(queue, entry, since, owner)
   local tail = redis.call('LINDEX', queue, -1)
-  if not tail or ahead_of(parse_entry(tail), since, owner) then
+  if not tail or ahead_of(tail, since, owner) then
     local length = redis.call('RPUSH', queue, entry)
     return length, length > 1
   end
   for at, other in ipairs(redis.call('LRANGE', queue, 0, -1)) do
-    if not ahead_of(parse_entry(other), since, owner) then
+    if not ahead_of(other, since, owner) then
       return redis.call('LINSERT', queue, 'BEFORE', other, entry), at > 1
     end
   end

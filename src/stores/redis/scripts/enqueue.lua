@@ -19,7 +19,7 @@
           give back and try again
   ARGV[9] the waiter's place in the queue: its entry as its last call returned it; '' when it is in
           no queue (its first join; or woken, its entry taken out); '?' when it does not know (see
-          _queue.lua)
+          _queue.lua; with a ticket, found by place_in_order)
   Returns {1, fence, holdCount, pttl} when ARGV[1] holds the lock now (a fair waiter handed the
   lock claims it here, lengthened to its lease); {0, pttl, holder, clients} when it waits (queued;
   as in acquire.lua, but pttl 0 when another waiter is queued ahead: see busy() in _take.lua; and
@@ -27,6 +27,11 @@
 ]]
 local lock, queue, owner, place = KEYS[1], KEYS[2], ARGV[1], ARGV[9]
 local ticket = tonumber(ARGV[8]) or 0
+-- A waiter that does not know its place (on several masters, each entry differs) is found in a
+-- ticket-ordered queue without reading all of it.
+if place == '?' and ticket > 0 then
+  place = place_in_order(queue, owner, ticket)
+end
 local rule = ARGV[3]
 if ticket > 0 and ARGV[6] ~= 'head' and rule == 'mutex' then
   rule = 'polite'

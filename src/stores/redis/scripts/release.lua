@@ -11,14 +11,16 @@
 local lock, owner, req = KEYS[1], ARGV[1], ARGV[3]
 local value = redis.call('GET', lock)
 local first
--- The common case, with the fewest steps: the owner's last hold released, a first send (not in the
--- log), nobody queued: the tombstone is written from the hold's text. When the queue has a head,
--- the general way below serves it (it is handed that head, already popped).
+-- The common cases, with the fewest steps: the owner's last hold released, a first send (not in
+-- the log), and nobody queued, or a live mutex waiter at the head, who is woken (a contended
+-- mutex's release): the lock is left free, its tombstone written from the hold's text. Any other
+-- head (a fair waiter to hand the lock to, a dead one) takes the general way below, which is
+-- handed that head, already popped.
 if value then
   local fence, holder, count, log = string.match(value, '^(%d+)|([^|]*)|(%d+)|[^|]*|(.*)$')
   if holder == owner and count == '1' and not seen(log, req) then
     first = redis.call('LPOP', KEYS[2])
-    if not first then
+    if not first or wake_mutex_head(first, owner, ARGV[4], publish_command(ARGV[5])) then
       redis.call('SET', lock, fence .. '||0||' .. remember(log, req), 'PX', FENCE_RETENTION_MS)
       return {1, 0}
     end

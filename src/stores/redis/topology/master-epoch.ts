@@ -87,34 +87,35 @@ export interface Checked<Result> {
   readonly epoch: Epoch;
 }
 
-/** How many arguments of a checked call are the check's (they come first: see {@link checkedScript}). */
+/** How many arguments of a checked call are the check's (they come last: see {@link checkedScript}). */
 const CHECK_ARGS = 4;
 
 const checkedScripts = new Map<Script<unknown>, Script<Checked<unknown>>>();
 
 /**
- * `script` followed by the epoch check, as one script: KEYS are the marker and then `script`'s own,
- * ARGV the check's four ({@link checkArgs}) and then `script`'s own. Each part runs as a function
- * whose parameters `KEYS` and `ARGV` are its own slices (they hide the globals of those names), so
- * `script`'s source runs unchanged. The check so reads the very process that ran the call, in the
- * same atomic step, and a master costs one command, one write and one script run per attempt.
+ * `script` followed by the epoch check, as one script: KEYS are `script`'s own and then the marker,
+ * ARGV `script`'s own and then the check's four ({@link checkArgs}). The check's key and arguments
+ * are taken off the ends of KEYS and ARGV first (no copy of either), so `script`'s source runs
+ * unchanged on its own; the check runs as a function whose parameters `KEYS` and `ARGV` are its own.
+ * The check so reads the very process that ran the call, in the same atomic step, and a master
+ * costs one command, one write and one script run per attempt.
  */
 export function checkedScript<Result>(script: Script<Result>): Script<Checked<Result>> {
   const known = checkedScripts.get(script);
   if (known !== undefined) return known as Script<Checked<Result>>;
   const source = [
     `-- ${script.name}, then the Redlock epoch check (src/stores/redis/topology/master-epoch.ts).`,
-    'local call_keys, call_args = {}, {}',
-    'for i = 2, #KEYS do call_keys[i - 1] = KEYS[i] end',
-    `for i = ${CHECK_ARGS + 1}, #ARGV do call_args[i - ${CHECK_ARGS}] = ARGV[i] end`,
-    'local reply = (function(KEYS, ARGV)',
+    'local marker = table.remove(KEYS)',
+    `local check = {}`,
+    `for i = ${CHECK_ARGS}, 1, -1 do check[i] = table.remove(ARGV) end`,
+    'local reply = (function()',
     script.source,
-    'end)(call_keys, call_args)',
+    'end)()',
     // A nil would end the reply's array early: Redis reads false as a nil reply.
     'if reply == nil then reply = false end',
     'local epoch = (function(KEYS, ARGV)',
     luaSources.redlockEpoch,
-    `end)({KEYS[1]}, {${Array.from({ length: CHECK_ARGS }, (_, i) => `ARGV[${i + 1}]`).join(', ')}})`,
+    'end)({marker}, check)',
     'return {reply, epoch}',
   ].join('\n');
   const checked = defineScript(`${script.name}+redlock-epoch`, source, (reply): Checked<Result> => {

@@ -317,7 +317,7 @@ export class Redlock implements Topology {
     // A fresh attempt and a renewal run the epoch check in the same script (master-epoch.ts): its keys are the same on every master.
     const checked = rule !== undefined && checks(rule) ? rule : undefined;
     const script = checked === undefined ? undefined : checkedScript(call.script);
-    const keys = checked === undefined ? call.keys : [this.#marker, ...call.keys];
+    const keys = checked === undefined ? call.keys : [...call.keys, this.#marker];
     const longestMs = checked === undefined ? 0 : this.#longestOf(checked);
     for (let i = 0; i < masters.length; i++) {
       const node = masters[i] as Master;
@@ -458,7 +458,7 @@ export class Redlock implements Topology {
     const knownRun = session !== undefined && node.known?.session === session ? node.known.run : '';
     const owner = rule.name === 'grant' ? rule.owner : undefined;
     if (owner !== undefined) node.attempts.sent(owner);
-    node.runner.send(script, keys, [...checkArgs(longestMs, knownRun), ...call.args], call.lock, gaveUp).then(
+    node.runner.send(script, keys, [...call.args, ...checkArgs(longestMs, knownRun)], call.lock, gaveUp).then(
       ({ value, epoch }) => {
         let covered = false;
         if (owner !== undefined) {
