@@ -27,6 +27,33 @@
 ]]
 local lock, queue, owner, place = KEYS[1], KEYS[2], ARGV[1], ARGV[9]
 local ticket = tonumber(ARGV[8]) or 0
+
+-- Queues the owner, or refreshes its entry (its place, as found by then), and tells it to wait
+-- behind `state` (the lock's; nil: no key).
+local function wait(state)
+  local fields = '|' .. ARGV[4] .. '|' .. ARGV[2] .. '|' .. ARGV[5] .. '|' .. ARGV[3] .. '|'
+  local join = join_at(queue, ARGV[6])
+  if ticket > 0 then
+    join = function(entry)
+      return join_in_order(queue, entry, ticket, owner)
+    end
+  end
+  local now = server_now()
+  local behind, entry = queue_waiter(queue, owner, fields, ticket > 0 and string.format('%.0f', ticket) or now, now, tonumber(ARGV[5]), join, place)
+  return busy(lock, state, behind, entry)
+end
+
+-- The common case, with the fewest steps: a waiter's first join (no place) behind another owner's
+-- hold, which take() below would refuse it whatever its rule. The hold is read for the three
+-- fields the reply needs, and the lock left unparsed.
+local value = redis.call('GET', lock)
+if place == '' and value then
+  local holder, count, clients = string.match(value, '^%d+|([^|]*)|(%d+)|([^|]*)|')
+  if count and count ~= '0' and holder ~= owner then
+    return wait({owner = holder, count = tonumber(count), clients = clients})
+  end
+end
+-- @helpers
 -- A waiter that does not know its place (on several masters, each entry differs) is found in a
 -- ticket-ordered queue without reading all of it.
 if place == '?' and ticket > 0 then
@@ -36,17 +63,8 @@ local rule = ARGV[3]
 if ticket > 0 and ARGV[6] ~= 'head' and rule == 'mutex' then
   rule = 'polite'
 end
-local taken, state = take(lock, queue, owner, tonumber(ARGV[2]), rule, tonumber(ARGV[7]), ARGV[4], place)
+local taken, state = take(lock, queue, owner, tonumber(ARGV[2]), rule, tonumber(ARGV[7]), ARGV[4], place, value)
 if taken then
   return taken
 end
-local fields = '|' .. ARGV[4] .. '|' .. ARGV[2] .. '|' .. ARGV[5] .. '|' .. ARGV[3] .. '|'
-local join = join_at(queue, ARGV[6])
-if ticket > 0 then
-  join = function(entry)
-    return join_in_order(queue, entry, ticket, owner)
-  end
-end
-local now = server_now()
-local behind, entry = queue_waiter(queue, owner, fields, ticket > 0 and string.format('%.0f', ticket) or now, now, tonumber(ARGV[5]), join, place)
-return busy(lock, state, behind, entry)
+return wait(state)
