@@ -73,10 +73,16 @@ local function order_of(entry)
   return owner, tonumber(since)
 end
 
+-- Whether a waiter (owner `a`, ticket `a_since`) goes ahead of another (`b`, `b_since`): in ticket
+-- order, ties broken by owner token.
+local function precedes(a, a_since, b, b_since)
+  return a_since < b_since or (a_since == b_since and a < b)
+end
+
 -- Whether `entry` goes ahead of a waiter with ticket `since` and owner `owner`.
 local function ahead_of(entry, since, owner)
   local other, other_since = order_of(entry)
-  return other_since < since or (other_since == since and other < owner)
+  return precedes(other, other_since, owner, since)
 end
 
 -- `owner`'s place (see above) in a queue kept in ticket order (Redlock's: join_in_order), its ticket
@@ -96,10 +102,14 @@ local function place_in_order(queue, owner, since)
           return '?'
         end
         found = entry
-      elseif not order_of(entry) then
-        return '?'
-      elseif not ahead_of(entry, since, owner) then
-        return found or ''
+      else
+        local other, other_since = order_of(entry)
+        if not other then
+          return '?'
+        end
+        if not precedes(other, other_since, owner, since) then
+          return found or ''
+        end
       end
     end
     if #entries < size then
