@@ -116,31 +116,40 @@ describe('the ZooKeeper recipe on a standalone server', { timeout: 30_000 }, () 
     const sessions = await Promise.all([0, 1, 2, 3, 4, 5].map(() => session(ensemble)));
     const served: number[] = [];
     const requests = sessions.map(() => mutexRequest());
+    // Ends the waits still pending if an assertion fails, so that the file does not wait on them.
+    const stop = new AbortController();
     const waits = sessions.map(async (ops, i) => {
       await delay(20 * i);
       const lock = new ZooKeeperLock(ops, path, 'herd', 1);
-      await take(lock, requests[i] as Request);
+      await take(lock, requests[i] as Request, Infinity, stop.signal);
       served.push(i);
     });
-    const watches = async () => {
-      const byPath = (await fourLetters(ensemble.servers[0]?.port ?? 0, 'wchp')) ?? '';
-      return byPath.split('\n/').filter((block) => block.includes('/herd/')).map((block) => block.split('\n').filter((line) => /^\s*0x/.test(line)).length);
-    };
-    // Each child is also watched by its own session (so a force-release is heard at once): the
-    // holder's and the six waiters' seven children, each watched by its owner and by at most the
-    // one waiter behind it.
-    assert.ok(await eventually(async () => (await watches()).length === 7), 'every waiter watches');
-    assert.deepEqual((await watches()).sort(), [1, 2, 2, 2, 2, 2, 2], 'one waiter watching each child beside its owner');
-    await new ZooKeeperLock(a, path, 'herd', 1).release(holder.owner, 1);
-    assert.ok(await eventually(() => served.length === 1));
-    await delay(100);
-    assert.deepEqual(served, [0], 'one release, one waiter served');
-    for (let i = 0; i < 6; i++) {
-      await eventually(() => served.length === i + 1);
-      await new ZooKeeperLock(sessions[i] as ZooKeeperOps, path, 'herd', 1).release((requests[i] as Request).owner, 1);
+    try {
+      const watches = async () => {
+        const byPath = (await fourLetters(ensemble.servers[0]?.port ?? 0, 'wchp')) ?? '';
+        return byPath.split('\n/').filter((block) => block.includes('/herd/')).map((block) => block.split('\n').filter((line) => /^\s*0x/.test(line)).length);
+      };
+      // Each child is also watched by its own session (so a force-release is heard at once): the
+      // holder's and the six waiters' seven children, each watched by its owner and by at most the
+      // one waiter behind it. A waiter sets its watch just after it creates its child: the counts
+      // are read once all 13 watches are set.
+      const sum = (counts: number[]): number => counts.reduce((total, n) => total + n, 0);
+      assert.ok(await eventually(async () => sum(await watches()) === 13), 'every child watched by its owner, every waiter watching');
+      assert.deepEqual((await watches()).sort(), [1, 2, 2, 2, 2, 2, 2], 'one waiter watching each child beside its owner');
+      await new ZooKeeperLock(a, path, 'herd', 1).release(holder.owner, 1);
+      assert.ok(await eventually(() => served.length === 1));
+      await delay(100);
+      assert.deepEqual(served, [0], 'one release, one waiter served');
+      for (let i = 0; i < 6; i++) {
+        await eventually(() => served.length === i + 1);
+        await new ZooKeeperLock(sessions[i] as ZooKeeperOps, path, 'herd', 1).release((requests[i] as Request).owner, 1);
+      }
+      await Promise.all(waits);
+      assert.deepEqual(served, [0, 1, 2, 3, 4, 5]);
+    } finally {
+      stop.abort(new Error('the test ended'));
+      await Promise.allSettled(waits);
     }
-    await Promise.all(waits);
-    assert.deepEqual(served, [0, 1, 2, 3, 4, 5]);
   });
 
   it('leaves no znode once its locks are free, and none for a wait that timed out or was aborted', async () => {
