@@ -48,6 +48,11 @@ export class Hold {
   grantedMs: number;
   /** A renewal is on its way. */
   renewing = false;
+  /**
+   * Its owner's last count is being released in the store. A renewal or check that finds the lock
+   * gone meanwhile may be seeing that release, not a loss: the release's answer decides.
+   */
+  releasing = false;
   state: HoldState = 'held';
   /** Made on the first read of {@link signal} (most holds never have theirs read: interrupt.ts says why that matters). */
   #controller: AbortController | undefined;

@@ -133,14 +133,13 @@ export class Runtime {
    */
   suspect(name: string): void {
     for (const hold of this.#holds.values()) {
-      if (hold.name !== name || hold.state !== 'held' || this.#checking.has(hold)) continue;
+      if (hold.name !== name || hold.state !== 'held' || hold.releasing || this.#checking.has(hold)) continue;
       this.#checking.add(hold);
       void hold.lock.check([hold]).then(
         ([remaining]) => {
           this.#checking.delete(hold);
-          // A release of its own crossing the check answers first but books the hold a few steps
-          // later: looked at after them, such a hold is released, not lost.
-          if (remaining !== undefined && remaining <= 0) setImmediate(() => this.lost(hold, 'taken'));
+          // A release of its own begun meanwhile may be what the check saw: its answer decides.
+          if (remaining !== undefined && remaining <= 0 && !hold.releasing) this.lost(hold, 'taken');
         },
         // Unanswered: the hold stands as it did; its next renewal asks again.
         () => this.#checking.delete(hold),

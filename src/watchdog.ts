@@ -67,7 +67,7 @@ export class Watchdog {
   }
 
   #wakeTime(hold: Hold): number {
-    const due = hold.renews && !hold.renewing ? Math.min(hold.nextRenewAt, hold.deadline) : hold.deadline;
+    const due = hold.renews && !hold.renewing && !hold.releasing ? Math.min(hold.nextRenewAt, hold.deadline) : hold.deadline;
     return hold.warned ? due : Math.min(due, hold.warnAt);
   }
 
@@ -103,7 +103,9 @@ export class Watchdog {
         this.host.warn(hold);
       }
       // Renew what is due now and what would be due within half an interval, so one call serves many.
-      if (hold.renews && !hold.renewing && hold.nextRenewAt - hold.renewEveryMs / 2 <= now) {
+      // A hold being released is not renewed: a renewal crossing the release would find the lock
+      // gone, and the holder would be told "taken" in the middle of letting it go.
+      if (hold.renews && !hold.renewing && !hold.releasing && hold.nextRenewAt - hold.renewEveryMs / 2 <= now) {
         const group = this.host.groupOf(hold);
         const list = due.get(group);
         if (list === undefined) due.set(group, [hold]);
@@ -130,6 +132,11 @@ export class Watchdog {
       hold.renewing = false;
       if (!this.#holds.has(hold) || hold.state !== 'held') continue;
       const pttl = remaining?.[i];
+      if (hold.releasing) {
+        // Sent before the release began: what it found is the release's to decide.
+        this.#scheduleAt(this.#wakeTime(hold));
+        continue;
+      }
       if (pttl === undefined) {
         // Unreachable or refused: try again soon; the deadline still stands.
         hold.nextRenewAt = monotonicNow() + Math.max(10, hold.renewEveryMs / 4);

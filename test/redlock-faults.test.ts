@@ -120,6 +120,34 @@ describe('Redlock: a lost minority changes nothing', () => {
     await holder.release();
   });
 
+  it('a renewal falling due while the holder\'s own release waits on silent masters does not tell it the lock was taken', async () => {
+    const name = 'rlf:release-meets-renewal';
+    // A 3 s lease: renewed at 1 s; a release's per-master time-out is then 750 ms.
+    const padlock = await redlock({ leaseMs: 3_000 });
+    const nodeTimeoutMs = (redisInternals(padlock).topology as Redlock).nodeTimeoutMs();
+    let lost: unknown;
+    padlock.on('lost', (error) => (lost = error));
+    const acquiredAt = monotonicNow();
+    const lease = await padlock.mutex(name).acquire();
+    // Two masters frozen and a third that lost its copy: the release frees the lock on two, hears
+    // "not held" from one, and so waits for the frozen two until their time-out, across the renewal.
+    await admins[2]!.del(lockKeys('padlock', name).lock);
+    for (const i of [3, 4]) masters[i]!.pause();
+    try {
+      await delay(Math.max(0, acquiredAt + 1_000 - nodeTimeoutMs / 2 - monotonicNow()));
+      const releasedAt = monotonicNow();
+      await lease.release();
+      assert.ok(monotonicNow() - releasedAt >= nodeTimeoutMs * 0.9, 'the release waited for the frozen masters (else this row tests nothing)');
+      assert.ok(monotonicNow() - acquiredAt > 1_000, 'the renewal fell due while the release was on its way');
+      assert.equal(lost, undefined, `the holder was told its lock was lost while releasing it: ${String(lost)}`);
+      assert.equal(lease.signal.aborted, false);
+      assert.deepEqual(await holdersOf(name, lease.owner, [0, 1, 2]), []);
+    } finally {
+      for (const i of [3, 4]) masters[i]!.resume();
+    }
+    assert.ok(await eventually(async () => (await holdersOf(name, lease.owner, [3, 4])).length === 0), 'the frozen masters released it once they came back');
+  });
+
   // Last: the killed masters come back empty, and sit out (the restart rule) for the rest of the file.
   minorityLost('killed');
 });

@@ -163,6 +163,8 @@ export abstract class Lock implements Lockable, HoldLock {
       throw new LockNotHeldError(hold.name, hold.owner, 'release');
     }
     let remaining: number;
+    // From here the release's answer decides the hold: released, or lost if the store no longer had it.
+    if (count >= hold.count) hold.releasing = true;
     try {
       remaining = await this.releaseInStore(hold, count);
     } catch (error) {
