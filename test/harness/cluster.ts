@@ -204,9 +204,10 @@ export class RedisCluster {
     await waitUntil('the cluster is ok and every node agrees', async () => {
       let agreed: string | undefined;
       for (const node of live) {
-        const state = await command(node, 'CLUSTER', 'INFO');
-        if (typeof state !== 'string' || !state.includes('cluster_state:ok')) return notYet(`127.0.0.1:${node.port} is not cluster_state:ok`);
+        const state = String(await command(node, 'CLUSTER', 'INFO'));
         const view = parseClusterNodes(String(await command(node, 'CLUSTER', 'NODES')));
+        // Why, in the node's own words, should it stay so until the deadline.
+        if (!state.includes('cluster_state:ok')) return notYet(`127.0.0.1:${node.port} is not cluster_state:ok (${clusterInfoSummary(state)}; it sees ${describeView(view)})`);
         const failing = view.find((n) => liveIds.has(n.id) && n.failing);
         if (failing !== undefined) return notYet(`127.0.0.1:${node.port} deems live node ${failing.port} failing`);
         const slots = slotMap(view);
@@ -263,6 +264,22 @@ export class RedisCluster {
     if (node === undefined) throw new Error('every node of the cluster is down');
     return node;
   }
+}
+
+/** The `CLUSTER INFO` fields that say why a node is not ok. */
+function clusterInfoSummary(info: string): string {
+  const wanted = ['cluster_state', 'cluster_slots_assigned', 'cluster_slots_pfail', 'cluster_slots_fail', 'cluster_known_nodes', 'cluster_current_epoch'];
+  return info.split(/\r?\n/).filter((line) => wanted.some((field) => line.startsWith(`${field}:`))).join(' ');
+}
+
+/** One node's view, each node as port, role, its master's port, failing or not, and slot ranges. */
+function describeView(view: readonly NodeLine[]): string {
+  const portOf = new Map(view.map((n) => [n.id, n.port]));
+  return view.map((n) => {
+    const role = n.role === 'master' ? 'master' : `replica of ${n.masterId === undefined ? '?' : (portOf.get(n.masterId) ?? n.masterId.slice(0, 8))}`;
+    const slots = n.slots.map(([from, to]) => (from === to ? `${from}` : `${from}-${to}`)).join(',');
+    return `${n.port}${n.myself ? '*' : ''} ${role}${n.failing ? ' failing' : ''}${slots === '' ? '' : ` [${slots}]`}`;
+  }).join('; ');
 }
 
 /** Runs a program with a deadline; its output, or an error that includes it. */

@@ -32,6 +32,8 @@ export interface SafetyReport {
   readonly fenceViolations: readonly string[];
   /** Sections whose lease was declared lost while they ran. */
   readonly lostHolds: number;
+  /** The first few of them, each as worker, section, reason, time held and release's error. */
+  readonly lostExamples: readonly string[];
   /** Sections asked for but never served. */
   readonly unserved: number;
   /** Longest wait for the lock, in ms. */
@@ -66,6 +68,7 @@ export function check(input: CheckInput): SafetyReport {
     staleRefused: store.filter((e) => !e.accepted).length,
     fenceViolations: findFenceViolations(sections),
     lostHolds: sections.filter((s) => s.lost !== null).length,
+    lostExamples: sections.filter((s) => s.lost !== null).slice(0, 3).map(describeLoss),
     unserved: Math.max(0, input.expectedSections - sections.length),
     maxWaitMs: sections.reduce((max, s) => Math.max(max, ms(s.acquiredAt - s.waitStartedAt)), 0),
     acquireFailures: failures,
@@ -95,7 +98,8 @@ export function isLive(report: SafetyReport): boolean {
 export function describeReport(report: SafetyReport): string {
   const first = report.overlaps[0];
   return [
-    `sections ${report.sections} (lost ${report.lostHolds}, unserved ${report.unserved}, max wait ${report.maxWaitMs.toFixed(0)} ms)`,
+    `sections ${report.sections} (lost ${report.lostHolds}, unserved ${report.unserved}, max wait ${report.maxWaitMs.toFixed(0)} ms)` +
+      (report.lostExamples.length === 0 ? '' : `; lost: ${report.lostExamples.join('; ')}`),
     `overlapping valid holds ${report.overlaps.length}` +
       (first === undefined ? '' : ` (e.g. fence ${first.first.fence} and ${first.second.fence} for ${first.overlapMs.toFixed(1)} ms)`),
     `lost updates ${report.lostUpdates}, stale writes accepted ${report.staleWritesAccepted}, stale reads accepted ${report.staleReadsAccepted}, stale refused ${report.staleRefused}`,
@@ -103,6 +107,13 @@ export function describeReport(report: SafetyReport): string {
     `counter ${report.finalValue} for ${report.acceptedWrites} accepted writes`,
     `acquire failures ${JSON.stringify(report.acquireFailures)}`,
   ].join('\n');
+}
+
+/** Which section lost its lease, why, and how long it had held (to the release, or to the last sign of it). */
+function describeLoss(s: SectionRecord): string {
+  const end = s.releasedAt ?? s.validUntil ?? s.acquiredAt;
+  const release = s.releaseError === null ? '' : `, release ${s.releaseError}`;
+  return `worker ${s.worker} section ${s.seq} ${s.lost ?? ''} after ${ms(end - s.acquiredAt).toFixed(0)} ms held, valid for ${s.validUntil === null ? 'none' : `${ms(s.validUntil - s.acquiredAt).toFixed(0)} ms`}${release}`;
 }
 
 interface Valid {
