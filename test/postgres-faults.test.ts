@@ -9,7 +9,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Redis } from 'ioredis';
-import { Padlock } from '../src/index.js';
+import { Padlock, PostgresUnavailableError } from '../src/index.js';
 import { startPostgres, type PostgresServer } from './harness/postgres.js';
 import { connect, delay, startServer } from './harness/redis.js';
 import { firstMessage, forkFixture } from './harness/children.js';
@@ -119,5 +119,44 @@ describe('padlock on PostgreSQL under faults', { timeout: 90_000 }, () => {
     const log = await store.log();
     assert.equal(log.filter((e) => e.owner === first.owner && e.accepted).length, 0, 'nothing of the old holder accepted');
     assert.equal(await store.value(), 1);
+  });
+
+  it('a wait rides through a server restart within its waitMs: queued before the crash, served after it by the holder\'s release, with a higher fence', async () => {
+    const holder = padlock(6_000);
+    const held = await holder.mutex('ride').acquire();
+    const waiter = padlock();
+    const waiting = waiter.mutex('ride').acquire({ waitMs: 20_000 });
+    const settled = waiting.then(() => 'served', (error: unknown) => `rejected: ${String(error)}`);
+    await delay(300);
+    await server.crash();
+    // Down past a back-off or two, and past the waiter's listening connection: its takes fail meanwhile.
+    await delay(1_500);
+    await server.start();
+    assert.equal(await Promise.race([settled, delay(500).then(() => 'waiting')]), 'waiting', 'the wait ended during the outage');
+    await held.release();
+    const lease = await waiting;
+    assert.ok(lease.fence > held.fence, `fence ${lease.fence} after ${held.fence}`);
+    await lease.release();
+    const rows = await server.query<{ n: string }>(`SELECT count(*) AS n FROM padlock.participants WHERE name = 'ride'`);
+    assert.equal(Number(rows[0]?.n), 0, 'no row left');
+  });
+
+  it('a wait whose waitMs runs out while the server is down fails with PostgresUnavailableError (not LockTimeoutError) at its deadline, and the same Padlock works once the server is back', async () => {
+    const waiter = padlock();
+    // The server has answered this Padlock: a failure now is an outage, not a wrong address.
+    await (await waiter.mutex('down').acquire()).release();
+    await server.crash();
+    try {
+      const startedAt = Date.now();
+      const error = await waiter.mutex('down').acquire({ waitMs: 1_500 }).then(() => undefined, (e: unknown) => e);
+      const took = Date.now() - startedAt;
+      assert.ok(error instanceof PostgresUnavailableError, `rejected with ${String(error)}`);
+      assert.ok(took >= 1_200, `gave up after ${took} ms, before its waitMs (it did not ride the outage through)`);
+      assert.ok(took < 1_500 + 2_500, `gave up after ${took} ms: its deadline bounds a try in flight`);
+    } finally {
+      await server.start();
+    }
+    const lease = await waiter.mutex('down').acquire({ waitMs: 10_000 });
+    await lease.release();
   });
 });

@@ -8,6 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { LockLostError, Padlock, PadlockOptionError, PostgresUnavailableError, postgresSchemaSql, type Lease, type PadlockOptions } from '../src/index.js';
 import { PostgresStore } from '../src/stores/postgres/postgres-store.js';
+import { isTransientPostgres, unavailable } from '../src/stores/postgres/postgres-errors.js';
+import { freePort } from '../src/devserver/redis-server.js';
 import { internals } from '../src/testing.js';
 import { startPostgres, type PostgresServer } from './harness/postgres.js';
 import { delay, eventually } from './harness/redis.js';
@@ -303,5 +305,38 @@ describe('padlock on PostgreSQL (one server)', { timeout: 60_000 }, () => {
     assert.throws(() => new Padlock({ etcd: {} as never, postgresSchema: 'padlock' }), PadlockOptionError);
     assert.equal(pool.totalCount, 0, 'no connection was made');
     assert.equal((await server.query(`SELECT 1 FROM accounts`)).length, 1);
+  });
+
+  it('what a wait rides through: a refused connection, a terminated backend, no reply; never a missing database, a closed pool or a missing schema', async () => {
+    const failure = async (pool: pg.Pool, sql = 'SELECT 1'): Promise<unknown> => {
+      const error = await pool.query(sql).then(() => undefined, (e: unknown) => e);
+      await pool.end().catch(() => undefined);
+      return unavailable('x', error);
+    };
+    const refused = await failure(new pg.Pool({ ...server.config, port: await freePort(), max: 1 }));
+    assert.equal(isTransientPostgres(refused), true, `a refused connection: ${String(refused)}`);
+
+    const victim = server.pool({ max: 1 });
+    const [{ pid } = { pid: 0 }] = (await victim.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows;
+    const sleeping = victim.query('SELECT pg_sleep(5)').then(() => undefined, (e: unknown) => e);
+    await eventually(async () => (await server.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND query LIKE 'SELECT pg_sleep%'`, [pid])).length === 1);
+    await server.query('SELECT pg_terminate_backend($1)', [pid]);
+    const terminated = unavailable('x', await sleeping);
+    await victim.end().catch(() => undefined);
+    assert.equal(isTransientPostgres(terminated), true, `a terminated backend: ${String(terminated)}`);
+
+    const silent = internals(padlock()).store;
+    assert.ok(silent instanceof PostgresStore);
+    assert.equal(isTransientPostgres(silent.noReply('x', 10)), true, 'no reply in time');
+
+    const missing = await failure(new pg.Pool({ ...server.config, database: 'no_such_database', max: 1 }));
+    assert.equal(isTransientPostgres(missing), false, `a missing database: ${String(missing)}`);
+    const closed = server.pool({ max: 1 });
+    await closed.end();
+    const ended = await failure(closed);
+    assert.equal(isTransientPostgres(ended), false, `a closed pool: ${String(ended)}`);
+    const noSchema = await padlock({ postgresSchema: 'never_made', postgresCreateSchema: false }).mutex('s').acquire().then(() => undefined, (e: unknown) => e);
+    assert.ok(noSchema instanceof PostgresUnavailableError);
+    assert.equal(isTransientPostgres(noSchema), false, `a missing schema: ${String(noSchema)}`);
   });
 });

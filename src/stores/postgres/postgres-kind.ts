@@ -7,6 +7,8 @@
  * it then sleeps until the server's `wake` names its owner on this Padlock's channel, the listening
  * connection drops, or the first lease ahead of it ends (its holder may have died: nobody would
  * release it), and takes again. Never a poll: an idle waiter costs the server nothing between.
+ * A take that fails because the server is unavailable for now (restarting, unreachable, read-only
+ * in a failover: postgres-errors.ts) is sent again after a back-off within the wait (src/outage.ts).
  */
 import { monotonicNow } from '../../clock.js';
 import { LockNotHeldError, PermitLimitError } from '../../errors.js';
@@ -16,7 +18,8 @@ import { Lock, type Grant } from '../../locks/lock.js';
 import type { ResolvedAcquireOptions } from '../../options.js';
 import type { Shared } from '../../shared.js';
 import type { WaitScope } from '../../wait-scope.js';
-import { unavailable } from './postgres-errors.js';
+import { Outage } from '../../outage.js';
+import { isTransientPostgres, unavailable } from './postgres-errors.js';
 import type { LockRef, Role, TakeResult } from './postgres-ops.js';
 import type { PostgresStore } from './postgres-store.js';
 
@@ -78,7 +81,11 @@ export abstract class PostgresKind extends Lock {
     const waits = scope.waitMs > 0;
     // Registered before the first take: a wake-up that comes before this wait sleeps is kept.
     const waker = waits ? listener.waker(owner) : undefined;
+    // A restart, a failover, a dropped connection: the take is sent again after a back-off, within the wait.
+    const outage = new Outage(scope, this.pg.contact, isTransientPostgres);
     let queued = false;
+    // A take that got no answer may still land: its grant is given back if the wait fails.
+    let unanswered = false;
     try {
       await scope.race(this.pg.listenForHolders());
       for (;;) {
@@ -88,16 +95,27 @@ export abstract class PostgresKind extends Lock {
         queued ||= queue;
         const sentAt = monotonicNow();
         const request = { role: this.role, owner, permits: this.permits, limit: this.limit, leaseMs: options.leaseMs, wait: queue, channel: listener.channel };
-        const result = await scope.race(
-          this.pg.call(this.name, () => this.pg.ops.take(this.ref, request)),
-          (late) => this.#abandon(owner, late),
-        );
+        let result: TakeResult;
+        try {
+          // A take sent again reads back what an earlier one of the same owner obtained (the schema's take).
+          result = await outage.race(
+            scope.race(this.pg.call(this.name, () => this.pg.ops.take(this.ref, request)), (late) => this.#abandon(owner, late)),
+            (late) => this.#abandon(owner, late),
+          );
+        } catch (error) {
+          unanswered = true;
+          await outage.pause(error, sentAt);
+          continue;
+        }
+        outage.answered();
+        unanswered = false;
         if (result.state === 'held') return { fence: result.fence, holdCount: result.holdCount, pttl: result.remainingMs, sentAt };
         if (result.state === 'over') throw new PermitLimitError(this.name, this.permits, result.limit);
         scope.foundHeld();
         if (waker === undefined) throw scope.timeout();
         if (result.state === 'busy') {
-          await scope.race(listener.listen());
+          // Not listening (the connection dropped): listen again, then take again.
+          await outage.race(scope.race(listener.listen())).catch((error: unknown) => outage.pause(error, sentAt));
           continue;
         }
         // The connection dropped since this take: its wake-up may be lost, so look again at once.
@@ -106,7 +124,8 @@ export abstract class PostgresKind extends Lock {
       }
     } catch (error) {
       if (queued) this.pg.leave(this.ref, this.role, owner);
-      throw unavailable(this.name, error);
+      if (unanswered) this.giveBack(owner, 1);
+      throw unavailable(this.name, outage.outcome(error));
     } finally {
       waker?.dispose();
     }

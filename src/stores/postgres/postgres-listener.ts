@@ -16,6 +16,7 @@ import { randomBytes } from 'node:crypto';
 import type { Notification, Pool, PoolClient } from 'pg';
 import { bound } from '../../clock.js';
 import { PostgresUnavailableError } from '../../errors.js';
+import { passing } from './postgres-errors.js';
 import type { WaitScope } from '../../wait-scope.js';
 import type { PostgresOps } from './postgres-ops.js';
 
@@ -93,7 +94,7 @@ export class PostgresListener {
   async #connect(): Promise<void> {
     const client = await bound(this.pool.connect(), {
       ms: this.replyTimeoutMs,
-      timeout: () => new PostgresUnavailableError(undefined, undefined, `no connection from the pool within ${this.replyTimeoutMs} ms`),
+      timeout: () => passing(new PostgresUnavailableError(undefined, undefined, `no connection from the pool within ${this.replyTimeoutMs} ms`)),
       late: (late) => late.release(),
     });
     const dropped = (error?: unknown): void => this.#dropped(client, error);
@@ -101,7 +102,7 @@ export class PostgresListener {
     client.on('end', dropped);
     client.on('notification', (message) => this.#notified(message));
     try {
-      await bound(client.query(`LISTEN "${this.channel}"`), { ms: this.replyTimeoutMs, timeout: () => new PostgresUnavailableError(undefined, undefined, `no answer to LISTEN within ${this.replyTimeoutMs} ms`) });
+      await bound(client.query(`LISTEN "${this.channel}"`), { ms: this.replyTimeoutMs, timeout: () => passing(new PostgresUnavailableError(undefined, undefined, `no answer to LISTEN within ${this.replyTimeoutMs} ms`)) });
       await this.#probe();
     } catch (error) {
       destroy(client);

@@ -14,10 +14,11 @@ import type { Hold } from '../../hold.js';
 import type { Lock } from '../../locks/lock.js';
 import type { ReadWriteLock } from '../../locks/read-write-lock.js';
 import type { SemaphoreLock } from '../../locks/semaphore-lock.js';
+import { Contact } from '../../outage.js';
 import type { Shared } from '../../shared.js';
 import { renewInOneCall, type LockKindName, type Store, type StoreHost } from '../../store.js';
 import { PostgresCatalog } from './postgres-catalog.js';
-import { READ_ONLY_MESSAGE, unavailable } from './postgres-errors.js';
+import { passing, READ_ONLY_MESSAGE, unavailable } from './postgres-errors.js';
 import { PostgresListener } from './postgres-listener.js';
 import { PostgresMutex } from './postgres-mutex.js';
 import { PostgresOps, type LockRef, type Role } from './postgres-ops.js';
@@ -47,6 +48,8 @@ export class PostgresStore implements Store {
   readonly extraReplyMs = 0;
   readonly ops: PostgresOps;
   readonly listener: PostgresListener;
+  /** Whether the server ever answered a wait: only then does a wait ride through an outage (src/outage.ts). */
+  readonly contact = new Contact();
   readonly #pool: Pool;
   readonly #prefix: string;
   readonly #schema: string;
@@ -77,7 +80,7 @@ export class PostgresStore implements Store {
   }
 
   noReply(lock: string | undefined, ms: number): PostgresUnavailableError {
-    return new PostgresUnavailableError(lock, undefined, `no reply within ${ms} ms`);
+    return passing(new PostgresUnavailableError(lock, undefined, `no reply within ${ms} ms`));
   }
 
   /** Every kind is served (multi: the names one after another, in canonical order). */
@@ -208,8 +211,9 @@ export class PostgresStore implements Store {
       [`${this.#schema}.meta`],
     );
     const [server] = rows;
-    if (server === undefined) throw new PostgresUnavailableError(undefined, undefined, 'no answer to the server check');
-    if (server.recovery || server.read_only) throw new PostgresUnavailableError(undefined, undefined, READ_ONLY_MESSAGE);
+    if (server === undefined) throw passing(new PostgresUnavailableError(undefined, undefined, 'no answer to the server check'));
+    // A standby (or a read-only default): a misplaced pool, or a failover under way, which passes.
+    if (server.recovery || server.read_only) throw passing(new PostgresUnavailableError(undefined, undefined, READ_ONLY_MESSAGE));
     const version = server.installed ? (await this.#pool.query<{ version: number }>(`SELECT max(version) AS version FROM ${this.#schema}.meta`)).rows[0]?.version : undefined;
     if (version !== SCHEMA_VERSION) {
       if (!this.#createSchema) {

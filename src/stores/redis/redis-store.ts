@@ -13,7 +13,7 @@ import { Liveness } from './liveness.js';
 import { FairMutex } from './kinds/fair-mutex.js';
 import type { Lock } from '../../locks/lock.js';
 import { Mutex } from './kinds/mutex.js';
-import { Contact } from './kinds/outage.js';
+import { Contact } from '../../outage.js';
 import { QueuedLock } from './kinds/queued-lock.js';
 import { readWriteLock } from './kinds/read-write.js';
 import type { ReadWriteLock } from '../../locks/read-write-lock.js';

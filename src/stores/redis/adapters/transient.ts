@@ -1,6 +1,6 @@
 /**
  * Which failures pass by themselves: the server is being failed over, a slot is moving, the client
- * is reconnecting. A wait may try again after them (src/stores/redis/kinds/outage.ts); anything else (a script
+ * is reconnecting. A wait may try again after them (src/outage.ts); anything else (a script
  * error, bad credentials, a wrong type, an option) is final, and retrying it would only hide it.
  */
 import { RedisUnavailableError } from '../../../errors.js';

@@ -5,7 +5,7 @@
  * sleeps until a message names it (woken: try again; handed the hold: take it), its heartbeat is
  * due, or the holder's lease runs out. Giving up leaves the queue, passing on whatever it was given.
  * A call that fails while Redis fails over is sent again after a back-off, within the wait
- * (./outage.ts); any other failure ends the wait.
+ * (src/outage.ts); any other failure ends the wait.
  */
 import { driftMs, monotonicNow } from '../../../clock.js';
 import { MAX_MS, type ResolvedAcquireOptions } from '../../../options.js';
@@ -19,7 +19,8 @@ import { anyQuorum, oneServerOnly } from '../topology/quorum.js';
 import type { ScriptCall } from '../topology/topology.js';
 import type { WaitScope } from '../../../wait-scope.js';
 import { Lock, type Grant } from '../../../locks/lock.js';
-import { Outage } from './outage.js';
+import { Outage } from '../../../outage.js';
+import { isTransient } from '../adapters/transient.js';
 import { publishCommand, type QueueMode } from './mutex-protocol.js';
 
 /** A waiter refreshes its place in the queue at least this often. */
@@ -138,7 +139,7 @@ export abstract class QueuedLock extends Lock {
       if (ended === 'waiting') lateHoldCount = late.holdCount;
       else if (ended === 'failed' || late.fence !== ended.fence) this.giveBack(owner, late.holdCount);
     };
-    const outage = new Outage(scope, this.redis.contact);
+    const outage = new Outage(scope, this.redis.contact, isTransient);
     const endWait = liveness.beginWait();
     try {
       // While this client already listens (other local waiters), join the queue at once; a call

@@ -1,30 +1,30 @@
 /**
- * How a wait rides through an outage it has time for: a failover (Cluster or Sentinel), a slot
- * move, a client reconnecting. A call that fails transiently (src/stores/redis/adapters/transient.ts) is sent again
- * after a back-off, doubling from {@link FIRST_BACKOFF_MS} to {@link MAX_BACKOFF_MS}, each drawn at
- * random in its upper half so that the waiters of many processes do not come back together. An
- * outage is ridden through until the wait's deadline; a wait without one (`waitMs` ∞) rides through
- * at most `replyTimeoutMs` from the first failed call, so a dead Redis is still reported, not waited
- * on forever. Out of time, the wait fails with the outage's last `RedisUnavailableError`, never a
- * `LockTimeoutError`: that one means Redis answered and the lock stayed held.
+ * How a wait rides through an outage it has time for: a failover (Cluster, Sentinel), a slot move, a
+ * client reconnecting, a database restarting. A call that fails transiently (each store says which
+ * failures pass by themselves: src/stores/redis/adapters/transient.ts, src/stores/postgres/postgres-errors.ts)
+ * is sent again after a back-off, doubling from {@link FIRST_BACKOFF_MS} to {@link MAX_BACKOFF_MS},
+ * each drawn at random in its upper half so that the waiters of many processes do not come back
+ * together. An outage is ridden through until the wait's deadline; a wait without one (`waitMs` ∞)
+ * rides through at most `replyTimeoutMs` from the first failed call, so a dead store is still
+ * reported, not waited on forever. Out of time, the wait fails with the outage's last unavailability
+ * error, never a `LockTimeoutError`: that one means the store answered and the lock stayed held.
  */
 import { randomInt } from 'node:crypto';
-import { bound, monotonicNow } from '../../../clock.js';
-import { LockTimeoutError } from '../../../errors.js';
-import type { Abortable } from '../../../interrupt.js';
-import { isTransient } from '../adapters/transient.js';
-import type { WaitScope } from '../../../wait-scope.js';
+import { bound, monotonicNow } from './clock.js';
+import { LockTimeoutError } from './errors.js';
+import type { Abortable } from './interrupt.js';
+import type { WaitScope } from './wait-scope.js';
 
 /** The first back-off after a failed call. */
 export const FIRST_BACKOFF_MS = 50;
 
-/** The longest back-off: as long as a waiter's heartbeat, about a Cluster's node time-out. */
+/** The longest back-off: as long as a Redis waiter's heartbeat, about a Cluster's node time-out. */
 export const MAX_BACKOFF_MS = 1_000;
 
 /**
- * Whether a Padlock's waits have ever had Redis answer. Only then is a failing call an outage to
- * ride through (a failover, a reconnect): a Redis never reached is down or misconfigured, and the
- * first wait says so at once instead of waiting out its `waitMs`.
+ * Whether a Padlock's waits have ever had the store answer. Only then is a failing call an outage to
+ * ride through (a failover, a reconnect, a restart): a store never reached is down or misconfigured,
+ * and the first wait says so at once instead of waiting out its `waitMs`.
  */
 export class Contact {
   /** Some call of a wait was answered. */
@@ -33,7 +33,7 @@ export class Contact {
 
 /** One wait's current outage, if any. */
 export class Outage {
-  /** When the first failed call of the current outage was sent (monotonic); undefined while Redis answers. */
+  /** When the first failed call of the current outage was sent (monotonic); undefined while the store answers. */
   #since: number | undefined;
   #failures = 0;
   #last: Error | undefined;
@@ -41,9 +41,11 @@ export class Outage {
   constructor(
     private readonly scope: WaitScope,
     private readonly contact: Contact,
+    /** Whether a failed call may succeed if sent again a little later (the store's unavailability, not a refusal). */
+    private readonly isTransient: (error: unknown) => boolean,
   ) {}
 
-  /** Redis answered a call: any outage is over. */
+  /** The store answered a call: any outage is over. */
   answered(): void {
     this.contact.made = true;
     this.#since = undefined;
@@ -70,9 +72,9 @@ export class Outage {
    */
   async pause(error: unknown, sentAt: number): Promise<void> {
     const { scope } = this;
-    if (scope.waitMs === 0 || !this.contact.made || !isTransient(error)) throw error;
+    if (scope.waitMs === 0 || !this.contact.made || !this.isTransient(error)) throw error;
     this.#since ??= sentAt;
-    this.#last = error as Error; // isTransient: a RedisUnavailableError
+    this.#last = error as Error; // transient: the store's unavailability error
     this.#failures++;
     const left = scope.waitMs === Infinity ? this.#since + scope.replyTimeoutMs - monotonicNow() : scope.remainingMs;
     if (left <= 0) throw error;
@@ -82,7 +84,7 @@ export class Outage {
   }
 
   /**
-   * What a wait that ends with `error` reports: its deadline passing during an outage is Redis's
+   * What a wait that ends with `error` reports: its deadline passing during an outage is the store's
    * unavailability (the outage's last error), not a lock held too long.
    */
   outcome(error: unknown): unknown {
