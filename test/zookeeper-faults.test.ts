@@ -271,7 +271,9 @@ describe('padlock on a 3-server ZooKeeper ensemble under faults', { timeout: 120
     // The answer comes back once the leader is killed, the connection dropped and made again after
     // the election, and a third of a session gone by: up to ~6 s on a loaded machine (a fresh-clone
     // run's release failed 'no reply within 5000 ms'), so a reply time-out with room for all of it.
-    const padlock = padlockOn(ensemble, { replyTimeoutMs: 15_000 });
+    // The release's resend is tried for as long as the session may live: an 8 s session gives a slow
+    // election room too (one took the calls after the reconnect past a 3 s session's 4 s of resends).
+    const padlock = padlockOn(ensemble, { replyTimeoutMs: 15_000, sessionMs: 8_000 });
     const client = clients[clients.length - 1];
     assert.ok(client !== undefined);
     const lost: LockLostError[] = [];

@@ -61,8 +61,6 @@ export abstract class ZooKeeperKind extends Lock {
   async releaseInStore(hold: Hold, count: number): Promise<number> {
     let child: string | undefined;
     const final = count >= hold.count;
-    // A renewal meanwhile would find the child gone by this very release (its answer lost): not a loss.
-    if (final) this.store.releasing.add(hold);
     return this.store
       .call(this.name, async () => {
         child = await this.childOf(hold.owner);
@@ -86,8 +84,7 @@ export abstract class ZooKeeperKind extends Lock {
         // session keeps the child while it lives, so the child is deleted here, in the background.
         if (!(error instanceof LockNotHeldError) && final && child !== undefined) this.store.abandon(this.recipe, child);
         throw error;
-      })
-      .finally(() => this.store.releasing.delete(hold));
+      });
   }
 
   protected async reenterOnce(owner: string, leaseMs: number): Promise<Grant | null> {

@@ -81,8 +81,6 @@ export class ZooKeeperStore implements Store {
   #factoryFailedAt = -Infinity;
   readonly #recipes = new Map<string, ZooKeeperLock>();
   readonly #leases = new Map<string, FixedLease>();
-  /** Holds whose final release is on its way: a renewal does not judge them (their child may be gone by that release). */
-  readonly releasing = new WeakSet<Hold>();
   /** Holds whose loss removes their child (told once, at their first renewal). */
   readonly #watched = new WeakSet<Hold>();
   /** The Padlock's shared parts (its runtime holds the holds a lost session must tell). */
@@ -321,13 +319,9 @@ export class ZooKeeperStore implements Store {
   }
 
   async renewMany(holds: readonly Hold[], report: (error: unknown) => void): Promise<(number | undefined)[]> {
-    // A hold being released is left unanswered (its deadline stands): its child gone would read as taken.
-    const skipped = holds.map((hold) => this.releasing.has(hold));
-    const renewed = holds.filter((_, i) => skipped[i] !== true);
+    // A hold being released is not renewed, nor judged by a renewal already on its way (watchdog.ts).
     try {
-      const left = renewed.length === 0 ? [] : await this.renew(renewed);
-      let next = 0;
-      return holds.map((_, i) => (skipped[i] === true ? undefined : left[next++]));
+      return await this.renew(holds);
     } catch (error) {
       report(this.unavailable(holds[0]?.name ?? '', error));
       return holds.map(() => undefined);
