@@ -315,6 +315,9 @@ describe('padlock on PostgreSQL (one server)', { timeout: 60_000 }, () => {
     };
     const refused = await failure(new pg.Pool({ ...server.config, port: await freePort(), max: 1 }));
     assert.equal(isTransientPostgres(refused), true, `a refused connection: ${String(refused)}`);
+    // A socket error whose code has a SQLSTATE's shape (five capitals) is still a socket error.
+    const broken = Object.assign(new Error('write EPIPE'), { code: 'EPIPE', errno: -32, syscall: 'write' });
+    assert.equal(isTransientPostgres(unavailable('x', broken)), true, 'a broken pipe');
 
     const victim = server.pool({ max: 1 });
     const [{ pid } = { pid: 0 }] = (await victim.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows;

@@ -47,7 +47,8 @@ export function isTransientPostgres(error: unknown): boolean {
   const cause = error.cause;
   if (!(cause instanceof Error)) return false;
   const code = (cause as { code?: unknown }).code;
-  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return PASSING_CLASSES.has(code.slice(0, 2)) || READ_ONLY.has(code);
+  // The server's own error (pg's DatabaseError carries its severity): its SQLSTATE says.
+  if ('severity' in cause && typeof code === 'string') return PASSING_CLASSES.has(code.slice(0, 2)) || READ_ONLY.has(code);
   // A Node socket error (ECONNREFUSED, ECONNRESET, EPIPE…) or a connection pg saw end.
-  return (typeof code === 'string' && code.startsWith('E')) || CONNECTION_ENDED.test(cause.message);
+  return (typeof code === 'string' && /^E[A-Z]+$/.test(code)) || CONNECTION_ENDED.test(cause.message);
 }
