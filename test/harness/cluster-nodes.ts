@@ -18,6 +18,8 @@ export interface NodeLine {
   readonly myself: boolean;
   /** Deemed failing (`fail` or `fail?`) by the node whose view this is. */
   readonly failing: boolean;
+  /** Its config epoch (a replica shows its master's): who wins a slot two masters claim. */
+  readonly configEpoch: number;
   /** Inclusive ranges of slots it serves; open migrations (`[slot->-id]`) are not included. */
   readonly slots: readonly (readonly [number, number])[];
   /** Slots this node is migrating away (`[slot->-id]`) or importing (`[slot-<-id]`): myself only. */
@@ -27,7 +29,7 @@ export interface NodeLine {
 /** Parses a `CLUSTER NODES` reply. */
 export function parseClusterNodes(text: string): NodeLine[] {
   return text.split('\n').filter((line) => line.trim() !== '').map((line) => {
-    const [id = '', address = '', flagList = '', master = '-', , , , , ...slotFields] = line.trim().split(' ');
+    const [id = '', address = '', flagList = '', master = '-', , , epoch = '0', , ...slotFields] = line.trim().split(' ');
     const flags = flagList.split(',');
     // ip:port@cport[,hostname]
     const port = Number(/:(\d+)@/.exec(address)?.[1] ?? NaN);
@@ -48,6 +50,7 @@ export function parseClusterNodes(text: string): NodeLine[] {
       masterId: master === '-' ? undefined : master,
       myself: flags.includes('myself'),
       failing: flags.includes('fail') || flags.includes('fail?'),
+      configEpoch: Number(epoch),
       slots,
       open,
     };
