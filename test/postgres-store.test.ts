@@ -307,6 +307,16 @@ describe('padlock on PostgreSQL (one server)', { timeout: 60_000 }, () => {
     assert.equal((await server.query(`SELECT 1 FROM accounts`)).length, 1);
   });
 
+  it('a first wait against an address nothing listens on fails at once, naming the refusal (it is not an outage to ride out)', async () => {
+    const nowhere = padlock({}, new pg.Pool({ ...server.config, port: await freePort(), max: 1 }));
+    const startedAt = Date.now();
+    const error = await nowhere.mutex('w').acquire({ waitMs: 10_000 }).then(() => undefined, (e: unknown) => e);
+    const took = Date.now() - startedAt;
+    assert.ok(error instanceof PostgresUnavailableError, `rejected with ${String(error)}`);
+    assert.match(`${error.message} ${String(error.cause)}`, /ECONNREFUSED/);
+    assert.ok(took < 2_000, `failed after ${took} ms of a 10 s wait`);
+  });
+
   it('what a wait rides through: a refused connection, a terminated backend, no reply; never a missing database, a closed pool or a missing schema', async () => {
     const failure = async (pool: pg.Pool, sql = 'SELECT 1'): Promise<unknown> => {
       const error = await pool.query(sql).then(() => undefined, (e: unknown) => e);

@@ -115,7 +115,8 @@ export abstract class PostgresKind extends Lock {
         if (waker === undefined) throw scope.timeout();
         if (result.state === 'busy') {
           // Not listening (the connection dropped): listen again, then take again.
-          await outage.race(scope.race(listener.listen())).catch((error: unknown) => outage.pause(error, sentAt));
+          const listenAt = monotonicNow();
+          await outage.race(scope.race(listener.listen())).catch((error: unknown) => outage.pause(error, listenAt));
           continue;
         }
         // The connection dropped since this take: its wake-up may be lost, so look again at once.
